@@ -1,0 +1,1 @@
+"""vllm-advisor: reads vLLM logs and says what to change."""
