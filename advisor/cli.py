@@ -1,0 +1,98 @@
+"""Command line: vllm-advisor [FILE ...] | explain CODE | rules. Exit 0 healthy, 1 failure, 2 usage or input error."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import sources
+from .report import Report, analyze
+from .reports import FORMATS, render
+from .rules import RuleSetError, load_rules
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+SUBCOMMANDS = {"explain", "rules"}
+
+
+class InputError(Exception):
+    """A file that cannot be read: reported in one line, exit 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return {"explain": explain, "rules": list_rules}[argv[0]](argv[1:])
+        return analyze_files(argv)
+    except InputError as error:
+        return _error(str(error))
+    except RuleSetError as error:
+        return _error(f"invalid rule file: {error}")
+    except KeyboardInterrupt:
+        return _error("interrupted", code=130)
+    except BrokenPipeError:
+        # `vllm-advisor big.log | head`: the reader left; say nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _error(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"vllm-advisor: {message}", file=sys.stderr)
+    return code
+
+
+def analysis_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vllm-advisor",
+        description="Read vLLM logs, say what went wrong and what to change. "
+                    "Subcommands: 'explain CODE', 'rules'.")
+    parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz); '-' or none for stdin")
+    parser.add_argument("--format", choices=sorted(FORMATS), default=None,
+                        help="output format (default: text on a terminal, json otherwise)")
+    parser.add_argument("--cmd", help="the launch command to correct, e.g. \"vllm serve MODEL --max-model-len 32768\"")
+    return parser
+
+
+def analyze_files(argv: list[str]) -> int:
+    args = analysis_parser().parse_args(argv)
+    output = args.format or ("text" if sys.stdout.isatty() else "json")
+    reports = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
+    sys.stdout.write(render(output, reports))
+    sys.stdout.flush()
+    return EXIT_FAILURE if any(r.failed for r in reports) else EXIT_OK
+
+
+def analyze_one(path: str, user_command: str | None) -> Report:
+    try:
+        return analyze(sources.lines(sources.read_chunks(path)), sources.display_name(path), user_command)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a log file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except (OSError, EOFError) as error:  # a truncated .gz, an unreadable device
+        raise InputError(f"{path}: cannot read: {error}") from None
+
+
+def explain(argv: list[str]) -> int:
+    if len(argv) != 1:
+        return _error("usage: vllm-advisor explain CODE")
+    code = argv[0].upper()
+    rule = next((r for r in load_rules() if r.code == code or r.name == argv[0]), None)
+    if rule is None:
+        return _error(f"no rule {argv[0]!r}; 'vllm-advisor rules' lists them")
+    print(f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})")
+    print(f"versions: {rule.versions}")
+    print(rule.explanation.strip())
+    for reference in rule.references:
+        print(f"see: {reference}")
+    return EXIT_OK
+
+
+def list_rules(argv: list[str]) -> int:
+    if argv:
+        return _error("usage: vllm-advisor rules")
+    for rule in load_rules():
+        print(f"{rule.code}  {rule.name:<40} {rule.phase:<8} {rule.severity:<8} {rule.failure}")
+    return EXIT_OK

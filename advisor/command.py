@@ -1,0 +1,126 @@
+"""The launch command: rebuilt from what the log printed (or given by the user), changed one flag at a time."""
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+from typing import Any
+
+from .timeline import Run
+
+# Keys of the launch arguments that are not command-line flags of `vllm serve`.
+NOT_FLAGS = {"model", "model_tag", "subparser", "dispatch_function", "func", "cmd"}
+# Defaults of the old `Namespace(...)` dump, which printed every argument: omit what is default.
+NAMESPACE_DEFAULTS = {
+    "host": None, "port": 8000, "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+    "gpu_memory_utilization": 0.9, "swap_space": 4, "block_size": 16, "dtype": "auto",
+    "kv_cache_dtype": "auto", "max_model_len": None, "quantization": None, "enforce_eager": False,
+    "trust_remote_code": False, "max_num_seqs": 256, "max_num_batched_tokens": None,
+    "served_model_name": None, "tokenizer": None, "seed": 0,
+}
+# Engine-config keys (a V0/V1 "with config:" line) and the flags they come from.
+CONFIG_FLAGS = {
+    "max_seq_len": ("--max-model-len", None), "tensor_parallel_size": ("--tensor-parallel-size", "1"),
+    "pipeline_parallel_size": ("--pipeline-parallel-size", "1"), "quantization": ("--quantization", "None"),
+    "kv_cache_dtype": ("--kv-cache-dtype", "auto"), "enforce_eager": ("--enforce-eager", "False"),
+    "trust_remote_code": ("--trust-remote-code", "False"),
+}
+
+
+def flag_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def from_args(args: dict[str, Any], defaults: dict[str, Any] | None = None) -> list[str]:
+    """argv from a launch-arguments dict ("non-default args" or an old Namespace dump)."""
+    model = args.get("model_tag") or args.get("model")
+    argv = ["vllm", "serve"] + ([str(model)] if model else [])
+    for key, value in args.items():
+        if key in NOT_FLAGS or value is None or (defaults is not None and defaults.get(key, object()) == value):
+            continue
+        if defaults is not None and key not in defaults:
+            continue  # a Namespace dump lists every argument: keep the ones known to matter
+        argv += _flag_tokens(key, value)
+    return argv
+
+
+def _flag_tokens(key: str, value: Any) -> list[str]:
+    if value is True:
+        return [flag_name(key)]
+    if value is False:
+        return ["--no-" + key.replace("_", "-")]
+    if isinstance(value, (list, tuple)):
+        return [flag_name(key), *map(str, value)]
+    if isinstance(value, dict):
+        return [flag_name(key), json.dumps(value)]
+    return [flag_name(key), str(value)]
+
+
+def from_config(pairs: dict[str, str]) -> list[str]:
+    """argv from an engine-config line: the model plus the memory-relevant settings."""
+    model = _unrepr(pairs.get("model", ""))
+    argv = ["vllm", "serve"] + ([model] if model else [])
+    for key, (flag, default) in CONFIG_FLAGS.items():
+        value = _unrepr(pairs.get(key, ""))
+        if not value or value == default:
+            continue
+        argv += [flag] if value == "True" else [flag, value]
+    return argv
+
+
+def _unrepr(text: str) -> str:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return str(value)
+
+
+def original(run: Run | None, user_command: str | None) -> list[str] | None:
+    """The user's command if given, else the best one the log shows (non-default args first)."""
+    if user_command:
+        return shlex.split(user_command)
+    if run is None:
+        return None
+    for kind, build in (("non_default_args", from_args),
+                        ("namespace_args", lambda a: from_args(a, NAMESPACE_DEFAULTS)),
+                        ("engine_config", from_config)):
+        fact = next((f for f in reversed(run.facts) if f.kind == kind and f.args), None)
+        if fact is not None:
+            return build(fact.args)
+    return None
+
+
+def apply(argv: list[str], flags: dict[str, str | None]) -> list[str]:
+    """Set, replace or remove flags: a value sets it, "" makes a bare switch, None removes it."""
+    argv = list(argv)
+    for flag, value in flags.items():
+        argv = _without(argv, flag)
+        if value is not None:
+            argv += [flag] if value == "" else [flag, value]
+    return argv
+
+
+def _without(argv: list[str], flag: str) -> list[str]:
+    wanted = flag.replace("_", "-")
+    kept, skip_value = [], False
+    for i, token in enumerate(argv):
+        if skip_value:
+            skip_value = False
+            continue
+        name = token.split("=", 1)[0].replace("_", "-")
+        if name == wanted:
+            has_value = "=" not in token and i + 1 < len(argv) and not argv[i + 1].startswith("--")
+            skip_value = has_value
+            continue
+        kept.append(token)
+    return kept
+
+
+def flag_tokens(flags: dict[str, str | None]) -> list[str]:
+    """The flag change alone, for when the log does not show the command."""
+    return apply([], {k: v for k, v in flags.items() if v is not None})
+
+
+def render(argv: list[str]) -> str:
+    return shlex.join(argv)

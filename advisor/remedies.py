@@ -1,0 +1,115 @@
+"""Remedies: the arithmetic behind each suggestion, computed from the log's own numbers."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+GIB = 2**30
+MAX_UTILIZATION = 0.95  # never suggest more: the rest is the driver's and other processes' headroom
+# GiB figures are printed with two decimals; below this they are too rounded to divide by.
+MIN_TRUSTED_GIB = 0.1
+# `--max-model-len auto` (auto-fit, PR #29431, merged 2025-11-25) ships from this release on.
+AUTO_FIT_SINCE = (0, 13)
+
+
+def round_length(limit: float) -> int:
+    """A round max-model-len between 60% and 80% of `limit`: a multiple of 1024 where possible."""
+    for step in (1024, 512, 256, 128, 64, 16, 1):
+        value = int(limit * 0.8) // step * step
+        if value >= limit * 0.6 and value > 0:
+            return value
+    return max(1, int(limit * 0.8))
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
+    """Derived quantities for rule templates and flag values; each appears only when computable."""
+    out: dict[str, Any] = {}
+    max_len = v.get("max_seq_len")
+    needed, available = v.get("kv_needed_gib"), v.get("kv_available_gib")
+    budget = v.get("kv_cache_memory_bytes")
+
+    bytes_per_token = None
+    if needed and needed >= MIN_TRUSTED_GIB and max_len:
+        bytes_per_token = needed * GIB / max_len
+    elif budget and v.get("estimated_max_model_len"):
+        bytes_per_token = budget / v["estimated_max_model_len"]
+    elif budget and v.get("kv_cache_tokens"):
+        bytes_per_token = budget / v["kv_cache_tokens"]
+    elif available and available >= MIN_TRUSTED_GIB and v.get("max_tokens_in_kv_cache"):
+        bytes_per_token = available * GIB / v["max_tokens_in_kv_cache"]
+    if bytes_per_token:
+        out["kv_bytes_per_token"] = round(bytes_per_token)
+
+    token_limit = v.get("estimated_max_model_len") or v.get("max_tokens_in_kv_cache")
+    if not token_limit and bytes_per_token and available and available >= MIN_TRUSTED_GIB:
+        token_limit = int(available * GIB / bytes_per_token)
+    if token_limit:
+        out["tokens_that_fit"] = int(token_limit)
+        suggested = round_length(token_limit)
+        out["suggested_max_model_len"] = suggested
+        out["suggested_share_pct"] = round(100 * suggested / token_limit)
+        out["concurrency_at_suggested"] = round(token_limit / suggested, 2)
+
+    if bytes_per_token and max_len:
+        needed_bytes = bytes_per_token * max_len
+        out["kv_needed_for_max_len_gib"] = round(needed_bytes / GIB, 2)
+        # 10% margin over the bare need, rounded up to a whole MiB.
+        out["kv_cache_memory_bytes_needed"] = math.ceil(needed_bytes * 1.1 / 2**20) * 2**20
+
+    utilization, total = v.get("gpu_memory_utilization"), v.get("total_gpu_gib")
+    if utilization:
+        if utilization < MAX_UTILIZATION:
+            out["next_utilization"] = round(min(MAX_UTILIZATION, utilization + 0.02), 2)
+        out["lower_utilization"] = round(max(0.5, utilization - 0.05), 2)
+        if total and needed is not None and available is not None and needed >= MIN_TRUSTED_GIB:
+            out["utilization_needed"] = math.ceil((utilization + (needed - available) / total) * 100) / 100
+        elif total and available and available >= MIN_TRUSTED_GIB and v.get("max_tokens_in_kv_cache") and max_len:
+            shortfall = available * (max_len / v["max_tokens_in_kv_cache"] - 1)
+            out["utilization_needed"] = math.ceil((utilization + shortfall / total) * 100) / 100
+        step = out.get("utilization_needed") or out.get("next_utilization")
+        if step and step <= MAX_UTILIZATION:
+            out["suggested_utilization"] = step
+    free = v.get("free_gpu_gib")
+    if free is not None and total:
+        out["free_fraction"] = round(free / total, 3)
+        out["max_safe_utilization"] = min(MAX_UTILIZATION, math.floor(free / total * 100) / 100)
+
+    heads, tp = v.get("num_attention_heads"), v.get("tensor_parallel_size")
+    if heads:
+        divisors = [d for d in range(1, int(heads) + 1) if heads % d == 0]
+        out["valid_tp_sizes"] = ", ".join(map(str, divisors))
+        below = [d for d in divisors if d <= (tp or heads) and d & (d - 1) == 0]
+        out["suggested_tp"] = max(below) if below else 1
+    out["doubled_tp"] = 2 * int(tp or 1)
+
+    concurrency = v.get("max_concurrency")
+    if concurrency:
+        out["full_length_requests"] = max(1, math.floor(concurrency))
+    peak = v.get("peak_running_reqs")
+    if peak:
+        out["halved_max_num_seqs"] = max(1, int(peak) // 2)
+    budget_now = v.get("kv_cache_memory_bytes")
+    if budget_now:
+        out["doubled_kv_cache_memory_bytes"] = int(budget_now) * 2
+    requested = v.get("requested_tokens") or v.get("prompt_tokens")
+    if requested:
+        out["requested_max_len"] = math.ceil(requested / 1024) * 1024
+    swap = v.get("swap_space_gib")
+    out["doubled_swap_space"] = int(swap * 2) if swap else 8
+    port = v.get("arg_port")
+    if isinstance(port, int):
+        out["next_port"] = port + 1
+    if max_len and concurrency:
+        out["half_max_len"] = round_length(max_len * 0.5 / 0.8)  # about half, rounded like the others
+    derived = v.get("derived_max_model_len")
+    if derived:
+        out["derived_max_model_len"] = int(derived)
+    version = version_tuple(v.get("vllm_version"))
+    out["auto_fit_supported"] = bool(version and version >= AUTO_FIT_SINCE)
+    return out

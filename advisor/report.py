@@ -1,0 +1,146 @@
+"""The report contract (vllm-advisor.report/1) and the analysis that fills it from lines."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from . import command
+from .facts import Fact, Number
+from .grammar import parse_line
+from .rules import Match, flag_values, load_rules, match_run, render
+from .sources import Line
+from .timeline import STAGE_BY_FUNCTION, Run, split_runs
+
+SCHEMA = "vllm-advisor.report/1"
+# Traceback plumbing is joined into the events it explains, not reported on its own.
+PLUMBING = {"traceback_start", "frame"}
+
+
+class Verdict(BaseModel):
+    phase: Literal["startup", "runtime", "healthy", "unknown"]
+    failure: str
+    rule: str | None = None
+    line: int | None = None
+
+
+class EventOut(BaseModel):
+    line: int
+    kind: str
+    values: dict[str, Number]
+
+
+class RemediationOut(BaseModel):
+    rank: int
+    title: str
+    flags: dict[str, str | None]
+    why: str
+    tradeoff: str
+
+
+class Finding(BaseModel):
+    rule: str
+    name: str
+    phase: str
+    severity: Literal["error", "warning", "info"]
+    failure: str
+    line: int
+    message: str
+    remediations: list[RemediationOut] = Field(default_factory=list)
+
+
+class Command(BaseModel):
+    original: str | None = None
+    corrected: str | None = None
+
+
+class Report(BaseModel):
+    schema_: str = Field(SCHEMA, alias="schema")
+    source: str
+    vllm_version: str | None = None
+    verdict: Verdict
+    facts: dict[str, Number] = Field(default_factory=dict)
+    events: list[EventOut] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    command: Command = Field(default_factory=Command)
+
+    model_config = {"populate_by_name": True}
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict.failure != "none"
+
+
+def parse(lines: Iterable[Line]) -> list[Fact]:
+    """Every fact of every line, in order."""
+    return [fact for line in lines for fact in parse_line(line.text, line.number)]
+
+
+def analyze(lines: Iterable[Line], source: str, user_command: str | None = None) -> Report:
+    """Lines -> facts -> runs -> findings -> the report, last run first."""
+    return build_report(parse(lines), source, user_command)
+
+
+def build_report(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
+    runs = split_runs(facts)
+    rules = load_rules()
+    matches_by_run = [(run, match_run(run, rules)) for run in runs]
+    findings = [finding(m) for _, ms in reversed(matches_by_run) for m in ms]
+    last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
+    report = Report(
+        source=source,
+        vllm_version=next((r.vllm_version for r in reversed(runs) if r.vllm_version), None),
+        verdict=verdict(last_run, last_matches),
+        facts={name: value for fact in facts for name, value in fact.values.items()},
+        events=[EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in PLUMBING],
+        findings=findings,
+    )
+    report.command = corrected_command(last_run, last_matches, user_command)
+    return report
+
+
+def verdict(run: Run | None, matches: list[Match]) -> Verdict:
+    failing = [m for m in matches if m.rule.severity != "info" and m.rule.failure != "none"]
+    if failing:
+        top = failing[0]
+        return Verdict(phase=top.rule.phase, failure=top.rule.failure, rule=top.rule.code, line=top.event.line)
+    if run is None or not _has_vllm_facts(run):
+        return Verdict(phase="unknown", failure="none")
+    return Verdict(phase="healthy", failure="none")
+
+
+def _has_vllm_facts(run: Run) -> bool:
+    # A lone Python traceback is not evidence that the log is a vLLM log.
+    serving = STAGE_BY_FUNCTION["serving"]
+    return any(f.kind not in PLUMBING | {"exception"} or f.text.get("function") in serving for f in run.facts)
+
+
+def finding(match: Match) -> Finding:
+    rule, context = match.rule, match.context
+    remediations = []
+    for remediation in rule.remediations:
+        flags = flag_values(remediation, context)
+        if flags is None:
+            continue
+        remediations.append(RemediationOut(
+            rank=len(remediations) + 1, title=render(remediation.title, context), flags=flags,
+            why=render(remediation.why, context), tradeoff=render(remediation.tradeoff, context)))
+    return Finding(rule=rule.code, name=rule.name, phase=rule.phase, severity=rule.severity,
+                   failure=rule.failure, line=match.event.line, message=render(rule.message, context),
+                   remediations=remediations)
+
+
+def corrected_command(run: Run | None, matches: list[Match], user_command: str | None) -> Command:
+    """The original command and the top remediation applied to it: one change at a time."""
+    argv = command.original(run, user_command)
+    top = next((r for m in matches[:1] for r in finding(m).remediations if r.flags), None)
+    original = command.render(argv) if argv else None
+    if top is None:
+        return Command(original=original, corrected=None)
+    if argv is None:
+        return Command(original=None, corrected=command.render(command.flag_tokens(top.flags)))
+    return Command(original=original, corrected=command.render(command.apply(argv, top.flags)))

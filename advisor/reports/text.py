@@ -1,0 +1,78 @@
+"""Text: the terminal report (rich), verdict first, readable at 80 columns, plain when not a terminal."""
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+
+from ..report import Finding, Report
+
+# The public fact names, in the order an operator reads them.
+KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_model_len", "max_tokens_in_kv_cache",
+             "kv_cache_tokens", "max_concurrency", "gpu_blocks", "cpu_blocks", "gpu_memory_utilization",
+             "total_gpu_gib", "free_gpu_gib", "requested_gib", "weights_gib", "tensor_parallel_size",
+             "num_attention_heads", "derived_max_model_len", "tried_to_allocate_gib", "preemptions")
+STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
+
+
+def console(buffer: io.StringIO) -> Console:
+    terminal = sys.stdout.isatty()
+    return Console(file=buffer, width=min(Console().width, 100) if terminal else 80,
+                   force_terminal=terminal, no_color=bool(os.environ.get("NO_COLOR")) or not terminal,
+                   highlight=False, soft_wrap=False)
+
+
+def render(reports: list[Report]) -> str:
+    buffer = io.StringIO()
+    out = console(buffer)
+    for index, report in enumerate(reports):
+        if index:
+            out.rule()
+        write(out, report)
+    return buffer.getvalue()
+
+
+def write(out: Console, report: Report) -> None:
+    verdict = report.verdict
+    version = f"  vLLM {report.vllm_version}" if report.vllm_version else ""
+    out.print(f"[bold]vllm-advisor[/]: {escape(report.source)}{version}")
+    if verdict.failure == "none":
+        label = "no vLLM log lines recognised" if verdict.phase == "unknown" else "healthy: no failure found"
+        out.print(f"[bold green]{label}[/]")
+    else:
+        where = f", line {verdict.line}" if verdict.line else ""
+        out.print(f"[bold red]{verdict.phase.upper()} FAILURE: {verdict.failure}[/] ({verdict.rule}{where})")
+    findings = report.findings
+    top = next((f for f in findings if f.rule == verdict.rule), findings[0] if findings else None)
+    if top is not None:
+        out.print(escape(top.message))
+    numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
+    if numbers:
+        table = Table(title="Numbers from the log", title_justify="left", show_header=False, box=None, pad_edge=False)
+        for name, value in numbers:
+            table.add_row(f"  {name}", str(value))
+        out.print(table)
+    if top is not None and top.remediations:
+        write_remediations(out, top)
+    if report.command.corrected:
+        out.print("[bold]Corrected command[/] (the first change only):")
+        out.print("  " + escape(report.command.corrected), soft_wrap=True)
+    for finding in findings:
+        if finding is not top:
+            out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "
+                      f"{finding.rule} {finding.name}: {escape(finding.message)}")
+
+
+def write_remediations(out: Console, finding: Finding) -> None:
+    out.print("[bold]What to change[/] (one change at a time, in this order):")
+    for remediation in finding.remediations:
+        out.print(f"  {remediation.rank}. {escape(remediation.title)}")
+        if remediation.why:
+            out.print(Padding(f"why: {escape(remediation.why)}", (0, 0, 0, 5)))
+        if remediation.tradeoff:
+            out.print(Padding(f"trade-off: {escape(remediation.tradeoff)}", (0, 0, 0, 5)))

@@ -1,0 +1,217 @@
+"""Rules: TOML files validated on load, evaluated over each run's events into findings."""
+from __future__ import annotations
+
+import logging
+import string
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .expressions import ExpressionError, compile_expression, evaluate
+from .grammar import data_dir
+from .remedies import arithmetic
+from .timeline import Event, Run
+
+log = logging.getLogger(__name__)
+
+STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_below_utilization", "weights_oom",
+                    "cuda_graph_oom", "tp_heads_mismatch", "max_len_exceeds_model", "unsupported_quantization",
+                    "unsupported_kv_dtype", "unsupported_architecture", "nccl_error", "port_in_use",
+                    "engine_startup_failed")
+RUNTIME_FAILURES = ("cuda_oom_runtime", "preemption", "kv_cache_saturated", "swap_space_exhausted",
+                    "request_exceeds_max_model_len", "engine_dead")
+Failure = Literal[STARTUP_FAILURES + RUNTIME_FAILURES + ("none",)]
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+class Remediation(BaseModel):
+    """One ranked fix: flag changes whose values are expressions over facts and arithmetic."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    flags: dict[str, str] = Field(default_factory=dict)
+    when: str = "True"
+    why: list[str]
+    tradeoff: str
+
+    @field_validator("when")
+    @classmethod
+    def _valid_when(cls, value: str) -> str:
+        return _checked(value)
+
+    @field_validator("flags")
+    @classmethod
+    def _valid_flags(cls, value: dict[str, str]) -> dict[str, str]:
+        for flag, expression in value.items():
+            if not flag.startswith("--"):
+                raise ValueError(f"flag {flag!r} must start with --")
+            _checked(expression)
+        return value
+
+
+class Rule(BaseModel):
+    """A rule file: what it detects, when, what to say and what to change."""
+
+    model_config = ConfigDict(extra="forbid")
+    code: str = Field(pattern=r"^[SRH][12]\d\d$")
+    name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    phase: Literal["startup", "runtime", "healthy"]
+    severity: Literal["error", "warning", "info"]
+    failure: Failure
+    event: list[str]
+    when: str = "True"
+    message: list[str]
+    remediations: list[Remediation] = Field(default_factory=list)
+    versions: str
+    references: list[str] = Field(default_factory=list)
+    explanation: str
+    fallback: bool = False  # only when no other error or warning explains the run
+    overridden_by: list[str] = Field(default_factory=list)
+    remediations_from: str | None = None  # share another rule's ranked remediations
+
+    @field_validator("when")
+    @classmethod
+    def _valid_when(cls, value: str) -> str:
+        return _checked(value)
+
+
+def _checked(expression: str) -> str:
+    try:
+        compile_expression(expression)
+    except ExpressionError as error:
+        raise ValueError(str(error)) from None
+    return expression
+
+
+class RuleSetError(ValueError):
+    """The rule files are invalid: a bad key, a bad expression, a duplicate code."""
+
+
+@cache
+def load_rules(folder: Path | None = None) -> tuple[Rule, ...]:
+    folder = folder or data_dir("rules")
+    rules, seen = [], {}
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            rule = Rule.model_validate(tomllib.loads(path.read_text()))
+        except (ValueError, tomllib.TOMLDecodeError) as error:
+            raise RuleSetError(f"{path.name}: {error}") from None
+        if rule.code in seen:
+            raise RuleSetError(f"{path.name}: code {rule.code} already used by {seen[rule.code]}")
+        if path.stem != f"{rule.code}-{rule.name}":
+            raise RuleSetError(f"{path.name}: file must be named {rule.code}-{rule.name}.toml")
+        seen[rule.code] = path.name
+        rules.append(rule)
+    by_code = {rule.code: rule for rule in rules}
+    for rule in rules:
+        if rule.remediations_from:
+            if rule.remediations_from not in by_code or rule.remediations:
+                raise RuleSetError(f"{rule.code}: remediations_from must name another rule and stand alone")
+            rule.remediations = by_code[rule.remediations_from].remediations
+    return tuple(rules)
+
+
+class Match(BaseModel):
+    """A rule that fired on an event, with the context its texts and flags are filled from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    rule: Rule
+    event: Event
+    context: dict[str, Any]
+
+
+def context_for(run: Run, event: Event, run_values: dict[str, Any]) -> dict[str, Any]:
+    """Names a rule may use: the run's launch arguments (arg_*) and last values, the event's own
+    values and words, its kind, level, phase and stage, and the arithmetic derived from them all."""
+    names: dict[str, Any] = {f"arg_{k}": v for k, v in run.launch_args().items() if isinstance(v, (int, float, str))}
+    names.update(run_values)
+    names.update(event.fact.values)
+    names.update(event.derived)
+    names.update(event.fact.text)
+    names.update(kind=event.kind, level=event.fact.level, phase=event.phase, stage=event.stage,
+                 frames=list(event.frames), kinds=sorted(run.kinds()), vllm_version=run.vllm_version,
+                 exception=event.fact.text.get("type", ""), root_cause=run.root_cause(event.line),
+                 shutting_down=run.shutdown_line is not None and event.line >= run.shutdown_line)
+    names.update(arithmetic(names))
+    return names
+
+
+def match_run(run: Run, rules: tuple[Rule, ...]) -> list[Match]:
+    """Each rule fires at most once per run, on the first event that satisfies it."""
+    run_values = run.last_values()
+    running = [e.fact.values["running_reqs"] for e in run.events if "running_reqs" in e.fact.values]
+    if running:
+        run_values["peak_running_reqs"] = max(running)
+    matches = []
+    for rule in rules:
+        for event in run.events:
+            if event.kind not in rule.event:
+                continue
+            context = context_for(run, event, run_values)
+            try:
+                fired = evaluate(rule.when, context)
+            except Exception:  # a broken rule must not sink the analysis
+                log.exception("rule %s failed on line %d", rule.code, event.line)
+                break
+            if fired:
+                matches.append(Match(rule=rule, event=event, context=context))
+                break
+    return _without_superseded(matches)
+
+
+def _without_superseded(matches: list[Match]) -> list[Match]:
+    codes = {m.rule.code for m in matches}
+    kept = [m for m in matches if not set(m.rule.overridden_by) & codes]
+    explained = any(not m.rule.fallback and m.rule.severity != "info" for m in kept)
+    kept = [m for m in kept if not (m.rule.fallback and explained)]
+    return sorted(kept, key=lambda m: (SEVERITY_ORDER[m.rule.severity], m.rule.fallback, m.event.line))
+
+
+class _Template(string.Formatter):
+    def format_field(self, value: Any, spec: str) -> str:
+        if isinstance(value, float) and not spec:
+            return _short(value)
+        return super().format_field(value, spec)
+
+
+def render(sentences: list[str] | str, context: dict[str, Any]) -> str:
+    """Join the sentences whose every placeholder is known; skip the others."""
+    formatter, out = _Template(), []
+    for sentence in [sentences] if isinstance(sentences, str) else sentences:
+        fields = [name for _, name, _, _ in formatter.parse(sentence) if name]
+        if all(context.get(name) is not None for name in fields):
+            out.append(formatter.format(sentence, **context))
+    return " ".join(out)
+
+
+def flag_values(remediation: Remediation, context: dict[str, Any]) -> dict[str, str | None] | None:
+    """Evaluate a remediation's flags; None when it does not apply or a value cannot be computed."""
+    if not evaluate(remediation.when, context):
+        return None
+    flags: dict[str, str | None] = {}
+    for flag, expression in remediation.flags.items():
+        if expression.strip() == "None":  # the remediation removes this flag
+            flags[flag] = None
+            continue
+        value = evaluate(expression, context)
+        if value is None or value is False:
+            return None
+        flags[flag] = _as_flag(value)
+    return flags
+
+
+def _as_flag(value: Any) -> str | None:
+    if value is True:
+        return ""
+    if isinstance(value, float):
+        return _short(value)
+    return str(value)
+
+
+def _short(value: float) -> str:
+    """0.9 -> '0.9', 0.0 -> '0.0', 1.23456 -> '1.2346': as printed, never a long tail."""
+    text = f"{value:.4f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text

@@ -1,0 +1,196 @@
+"""Timeline: facts in order, grouped into runs, tracebacks joined, each fact given its phase and stage."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .facts import Fact
+
+# A run starts with these; vLLM prints them once per launch.
+RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
+# Signs that startup is over (DESIGN.md, "Phase").
+READY_KINDS = {"ready", "stats"}
+# Signs that requests were being served, for excerpts that start after readiness.
+SERVING_KINDS = {"stats", "request_too_long", "prompt_too_long", "prompt_too_long_v1", "http_error",
+                 "preemption", "preemption_count"}
+# Signs of startup progress: their presence means the excerpt did not start mid-serving.
+STARTUP_KINDS = {"engine_config", "non_default_args", "namespace_args", "server_version", "weights",
+                 "memory_profile", "kv_available", "kv_cache_size", "gpu_blocks", "graph_capture_start"}
+KV_SIZING_KINDS = {"kv_available", "kv_cache_size", "gpu_blocks", "memory_profile", "weights_take",
+                   "kv_reserved", "cpu_kv_reserved", "profile_row"}
+# What a traceback's frames say about the stage it failed in (function names, innermost wins).
+STAGE_BY_FUNCTION = {
+    "graph_capture": {"capture_end", "capture_model", "capture", "_capture_cudagraphs", "capture_begin"},
+    "model_init": {"load_model", "_initialize_model", "initialize_model", "create_weights", "load_weights",
+                   "init_vllm_registered_model", "init_device", "__torch_function__"},
+    "kv_sizing": {"determine_num_available_blocks", "profile_run", "determine_available_memory",
+                  "_initialize_kv_caches", "get_kv_cache_configs", "check_enough_kv_cache_memory",
+                  "raise_if_cache_size_invalid", "initialize_cache", "_dummy_run"},
+    "serving": {"execute_model", "output_handler", "chat_completion_stream_generator",
+                "completion_stream_generator", "_continuation_prefill", "step", "step_with_batch_queue",
+                "run_busy_loop", "_process_engine_step", "create_chat_completion", "create_completion",
+                "engine_step", "process_output_sockets", "_run_output_handler", "sample_tokens"},
+}
+
+
+@dataclass
+class Event:
+    """A fact placed in time: the run phase when it happened and, for failures, the stage."""
+
+    fact: Fact
+    phase: str  # startup | runtime
+    stage: str = ""  # model_init | kv_sizing | graph_capture | serving | "" when unknown
+    frames: tuple[str, ...] = ()
+    derived: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return self.fact.kind
+
+    @property
+    def line(self) -> int:
+        return self.fact.line
+
+
+@dataclass
+class Run:
+    """One launch of vLLM: its facts from the first marker to the next launch."""
+
+    index: int
+    facts: list[Fact] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def kinds(self) -> set[str]:
+        return {f.kind for f in self.facts}
+
+    @property
+    def ready_line(self) -> int | None:
+        return next((f.line for f in self.facts if f.kind in READY_KINDS), None)
+
+    @property
+    def shutdown_line(self) -> int | None:
+        return next((f.line for f in self.facts if f.kind == "shutdown"), None)
+
+    @property
+    def vllm_version(self) -> str | None:
+        return next((f.text["vllm_version"] for f in reversed(self.facts) if f.text.get("vllm_version")), None)
+
+    def launch_args(self) -> dict:
+        return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
+
+    def root_cause(self, before_line: int) -> str | None:
+        """The first exception logged in the run up to a line, as 'Type: message'."""
+        first = next((f for f in self.facts if f.kind == "exception" and f.line <= before_line), None)
+        return f"{first.text['type']}: {first.text.get('message', '')}".strip(": ") if first else None
+
+    def last_values(self) -> dict[str, float]:
+        values: dict[str, float] = {}
+        for fact in self.facts:
+            values.update(fact.values)
+        return values
+
+
+def split_runs(facts: Iterable[Fact]) -> list[Run]:
+    """Group facts into runs: a restart in the same file begins a new one."""
+    runs = [Run(0)]
+    for fact in facts:
+        current = runs[-1]
+        if fact.kind in RUN_MARKERS and _finished_or_repeated(current, fact.kind):
+            runs.append(current := Run(len(runs)))
+        elif fact.kind == "engine_config" and _finished(current):
+            runs.append(current := Run(len(runs)))
+        current.facts.append(fact)
+    for run in runs:
+        run.events = place(run)
+    return [run for run in runs if run.facts]
+
+
+def _finished(run: Run) -> bool:
+    return bool(run.kinds() & {"ready", "shutdown", "engine_start_failed"})
+
+
+def _finished_or_repeated(run: Run, kind: str) -> bool:
+    return _finished(run) or kind in run.kinds()
+
+
+def place(run: Run) -> list[Event]:
+    """Give each fact of a run its phase and stage, joining tracebacks with their final exception."""
+    ready = run.ready_line
+    mid_way = ready is None and _started_mid_way(run.facts)
+    open_frames: dict[str | None, list[str]] = {}
+    stage_of_line: dict[int, tuple[str, tuple[str, ...]]] = {}
+    for fact in run.facts:
+        if fact.kind == "traceback_start":
+            open_frames[fact.process] = []
+        elif fact.kind == "frame" and fact.process in open_frames:
+            open_frames[fact.process].append(fact.text.get("function", ""))
+        elif fact.kind == "exception":
+            frames = tuple(open_frames.pop(fact.process, ()))
+            stage_of_line[fact.line] = (stage_from_frames(frames), frames)
+    weights_lines = {f.line for f in run.facts if f.kind == "weights_create_failed"}
+    events, previous_stats, capturing, sized = [], {}, False, False
+    for fact in run.facts:
+        if fact.kind in ("traceback_start", "frame"):
+            continue
+        phase = "runtime" if mid_way or (ready is not None and fact.line >= ready) else "startup"
+        stage, frames = stage_of_line.get(fact.line, ("", ()))
+        capturing = (capturing or fact.kind == "graph_capture_start") and fact.kind not in ("graph_captured", "ready")
+        sized = sized or fact.kind in KV_SIZING_KINDS
+        if not stage:
+            stage = _stage_from_context(fact.line in weights_lines, phase, capturing, sized)
+        event = Event(fact, phase, stage, frames)
+        if fact.kind == "stats":
+            engine = (fact.process, fact.values.get("engine"))
+            event.derived = _stats_change(previous_stats.get(engine), fact)
+            previous_stats[engine] = fact
+        events.append(event)
+    for process, frames in open_frames.items():  # an excerpt cut inside a traceback
+        if frames:
+            last = max(f.line for f in run.facts if f.process == process)
+            level = next(f.level for f in reversed(run.facts) if f.process == process)
+            stub = Fact(kind="incomplete_traceback", line=last, process=process, level=level)
+            phase = "runtime" if mid_way or (ready is not None and last >= ready) else "startup"
+            events.append(Event(stub, phase, stage_from_frames(tuple(frames)), tuple(frames)))
+    return sorted(events, key=lambda e: e.line)
+
+
+def stage_from_frames(frames: tuple[str, ...]) -> str:
+    for function in reversed(frames):  # innermost frame first
+        for stage, names in STAGE_BY_FUNCTION.items():
+            if function in names:
+                return stage
+    return ""
+
+
+def _stage_from_context(creating_weights: bool, phase: str, capturing: bool, sized: bool) -> str:
+    if creating_weights:
+        return "model_init"
+    if phase == "runtime":
+        return "serving"
+    if capturing:
+        return "graph_capture"
+    return "kv_sizing" if sized else "model_init"
+
+
+def _started_mid_way(facts: list[Fact]) -> bool:
+    """An excerpt that shows serving before (or without) any startup step began after readiness."""
+    for fact in facts:
+        if fact.kind in STARTUP_KINDS:
+            return False
+        if fact.kind in SERVING_KINDS:
+            return True
+    serving_frames = STAGE_BY_FUNCTION["serving"]
+    return any(f.kind == "frame" and f.text.get("function") in serving_frames for f in facts)
+
+
+def _stats_change(before: Fact | None, after: Fact) -> dict[str, float]:
+    """How the scheduler queues moved since the previous stats line of the same engine."""
+    if before is None:
+        return {}
+    b, a = before.values, after.values
+    change = {}
+    if "running_reqs" in a and "running_reqs" in b:
+        change["running_drop"] = b["running_reqs"] - a["running_reqs"]
+    if "waiting_reqs" in a and "waiting_reqs" in b:
+        change["waiting_rise"] = a["waiting_reqs"] - b["waiting_reqs"]
+    return change
