@@ -92,29 +92,30 @@ def original(run: Run | None, user_command: str | None) -> list[str] | None:
 
 
 def apply(argv: list[str], flags: dict[str, str | None]) -> list[str]:
-    """Set, replace or remove flags: a value sets it, "" makes a bare switch, None removes it."""
+    """Set, replace or remove flags in place: a value sets it, "" makes a bare switch, None removes it."""
     argv = list(argv)
     for flag, value in flags.items():
-        argv = _without(argv, flag)
-        if value is not None:
-            argv += [flag] if value == "" else [flag, value]
+        new = [] if value is None else [flag] if value == "" else [flag, value]
+        argv, position = _without(argv, flag)
+        argv[position:position] = new
     return argv
 
 
-def _without(argv: list[str], flag: str) -> list[str]:
+def _without(argv: list[str], flag: str) -> tuple[list[str], int]:
+    """argv without every occurrence of a flag (and its value), and where the first one stood."""
     wanted = flag.replace("_", "-")
-    kept, skip_value = [], False
+    kept, skip_value, position = [], False, None
     for i, token in enumerate(argv):
         if skip_value:
             skip_value = False
             continue
         name = token.split("=", 1)[0].replace("_", "-")
         if name == wanted:
-            has_value = "=" not in token and i + 1 < len(argv) and not argv[i + 1].startswith("--")
-            skip_value = has_value
+            skip_value = "=" not in token and i + 1 < len(argv) and not argv[i + 1].startswith("--")
+            position = len(kept) if position is None else position
             continue
         kept.append(token)
-    return kept
+    return kept, len(kept) if position is None else position
 
 
 def flag_tokens(flags: dict[str, str | None]) -> list[str]:

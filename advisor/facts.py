@@ -341,7 +341,7 @@ class ToFacts(Transformer):
         return {"values": _named(("max_seq_len", "requested_tokens", "prompt_tokens", "max_tokens"), c)}
 
     def prompt_too_long(self, c):
-        return {"values": _named(("prompt_tokens", "max_seq_len"), c)}
+        return {"values": _named(("long_prompt_tokens", "max_seq_len"), c)}
 
     prompt_too_long_v1 = prompt_too_long
 

@@ -63,6 +63,10 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         out["kv_cache_memory_bytes_needed"] = math.ceil(needed_bytes * 1.1 / 2**20) * 2**20
 
     utilization, total = v.get("gpu_memory_utilization"), v.get("total_gpu_gib")
+    if not utilization and not v.get("kv_cache_memory_bytes"):
+        # Not in the log: assume vLLM's default (0.9, 0.92 from v0.21) and say so.
+        version = version_tuple(v.get("vllm_version"))
+        utilization = out["default_utilization"] = 0.92 if version and version >= (0, 21) else 0.9
     if utilization:
         if utilization < MAX_UTILIZATION:
             out["next_utilization"] = round(min(MAX_UTILIZATION, utilization + 0.02), 2)
@@ -97,7 +101,7 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     budget_now = v.get("kv_cache_memory_bytes")
     if budget_now:
         out["doubled_kv_cache_memory_bytes"] = int(budget_now) * 2
-    requested = v.get("requested_tokens") or v.get("prompt_tokens")
+    requested = v.get("requested_tokens") or v.get("long_prompt_tokens")
     if requested:
         out["requested_max_len"] = math.ceil(requested / 1024) * 1024
     swap = v.get("swap_space_gib")

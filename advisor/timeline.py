@@ -122,8 +122,8 @@ def place(run: Run) -> list[Event]:
     for fact in run.facts:
         if fact.kind == "traceback_start":
             open_frames[fact.process] = []
-        elif fact.kind == "frame" and fact.process in open_frames:
-            open_frames[fact.process].append(fact.text.get("function", ""))
+        elif fact.kind == "frame":  # an excerpt may start inside a traceback
+            open_frames.setdefault(fact.process, []).append(fact.text.get("function", ""))
         elif fact.kind == "exception":
             frames = tuple(open_frames.pop(fact.process, ()))
             stage_of_line[fact.line] = (stage_from_frames(frames), frames)

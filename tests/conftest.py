@@ -1,0 +1,42 @@
+"""Shared helpers: the labelled corpus and a one-call analysis of a fixture."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor import sources
+from advisor.report import Report, analyze
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+CORPUS = FIXTURES / "corpus"
+
+
+def corpus_cases() -> list[dict]:
+    return [json.loads(line) for line in (CORPUS / "cases.jsonl").read_text().splitlines() if line.strip()]
+
+
+def fixture_path(name: str) -> Path:
+    matches = sorted(FIXTURES.rglob(f"{name}*.log"))
+    assert matches, f"no fixture named {name}"
+    return matches[0]
+
+
+def analyze_fixture(name: str, user_command: str | None = None) -> Report:
+    path = fixture_path(name)
+    return analyze(sources.lines(sources.read_chunks(str(path))), path.name, user_command)
+
+
+def fixture_line(name: str, number: int) -> str:
+    """The cleaned text of one line of a real fixture."""
+    for line in sources.lines(sources.read_chunks(str(fixture_path(name)))):
+        if line.number == number:
+            return line.text
+    raise AssertionError(f"{name} has no line {number}")
+
+
+@pytest.fixture
+def corpus():
+    return corpus_cases()

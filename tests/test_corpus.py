@@ -1,0 +1,36 @@
+"""Every labelled real log: the verdict matches its label, its facts are found, the report is stable."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import CORPUS, analyze_fixture, corpus_cases
+
+CASES = corpus_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_verdict_matches_label(case):
+    report = analyze_fixture(case["file"].split("/")[-1].removesuffix(".log"))
+    assert report.verdict.phase == case["phase"], report.verdict
+    assert report.verdict.failure in case["accept"], report.verdict
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_labelled_facts_are_reported(case):
+    report = analyze_fixture(case["file"].split("/")[-1].removesuffix(".log"))
+    for name, value in case["facts"].items():
+        seen = [e.values[name] for e in report.events if name in e.values]
+        assert any(math.isclose(v, value, rel_tol=1e-9) for v in seen), f"{name}={value}, seen {seen}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_golden_report(case, file_regression):
+    report = analyze_fixture(case["file"].split("/")[-1].removesuffix(".log"))
+    file_regression.check(report.to_json() + "\n", extension=".json", basename=f"report_{case['id']}")
+
+
+def test_every_corpus_log_is_labelled():
+    labelled = {c["file"].split("/")[-1] for c in CASES}
+    assert labelled == {p.name for p in CORPUS.glob("*.log")}

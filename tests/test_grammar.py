@@ -1,0 +1,127 @@
+"""Each message wording, parsed from a real line of a fixture into its fact kind and values."""
+from __future__ import annotations
+
+import pytest
+
+from advisor.grammar import parse_line, split_envelope
+from conftest import ROOT, fixture_line
+
+# (fixture, line number, fact kind, values the fact must carry)
+WORDINGS = [
+    ("001-", 5, "kv_cache_error", {"max_seq_len": 29000, "max_tokens_in_kv_cache": 23648}),  # V0
+    ("005-", 1, "kv_cache_error", {"max_seq_len": 1048576, "kv_needed_gib": 24.0, "kv_available_gib": 9.97}),  # V1 "models's"
+    ("007-", 1, "kv_cache_error", {"estimated_max_model_len": 199552, "kv_needed_gib": 44.25}),  # newest, no backticks
+    ("009-", 1, "kv_cache_error", {"estimated_max_model_len": 251136, "kv_available_gib": 1.88}),  # with estimate
+    ("088-", 89, "kv_cache_error", {"kv_available_gib": 0.0, "estimated_max_model_len": 15488}),  # CPU backend
+    ("015-", 3, "no_cache_blocks", {}),
+    ("019-", 7, "no_cache_blocks", {}),  # only the raise statement survives
+    ("020-", 1, "free_memory_below_utilization", {"free_gpu_gib": 67.24, "requested_gib": 71.33}),
+    ("022-", 1, "free_memory_below_utilization", {"total_gpu_gib": 22.05}),  # device named cuda:1
+    ("reference-formats", 7, "cpu_memory_below_utilization", {"free_gpu_gib": 7.03, "gpu_memory_utilization": 0.99}),
+    ("reference-formats", 4, "memory_summary", {"weights_gib": 15.0, "cuda_graph_gib": 0.8}),
+    ("reference-formats", 5, "memory_summary", {"consumed_gib": 16.2, "gpu_memory_utilization": 0.92}),
+    ("001-", 3, "gpu_blocks", {"gpu_blocks": 1478, "cpu_blocks": 2048}),  # "# GPU blocks"
+    ("044-", 3, "gpu_blocks", {"gpu_blocks": 1952}),  # pasted without "# "
+    ("058-", 5, "gpu_blocks", {"gpu_blocks": 7191, "cpu_blocks": 512}),  # "# cuda blocks" inside a k9s box
+    ("062-", 13, "gpu_blocks", {"gpu_blocks": 15745}),  # "num_gpu_blocks is:"
+    ("reference-formats", 10, "gpu_blocks_override", {"gpu_blocks": 512}),
+    ("046-", 4, "kv_cache_size", {"kv_cache_tokens": 188640}),
+    ("089-", 66, "kv_cache_size", {"kv_cache_tokens": 15616}),  # CPU, one line with concurrency
+    ("089-", 66, "concurrency", {"max_seq_len": 12288, "max_concurrency": 1.27}),
+    ("052-", 9, "concurrency", {"max_seq_len": 131072, "max_concurrency": 56.73}),  # no comma grouping
+    ("001-", 1, "weights", {"weights_gib": 14.9888}),  # "Loading model weights took ... GB"
+    ("reference-formats", 2, "weights", {"weights_gib": 15.2}),  # "Model loading took ... GiB memory and"
+    ("001-", 2, "memory_profile", {"total_gpu_gib": 23.58, "kv_available_gib": 2.89, "gpu_memory_utilization": 0.9}),
+    ("054-", 9, "profile_row", {"kv_available_gib": 53.29}),  # Dec 2024 table format
+    ("058-", 3, "instance_can_use", {"total_gpu_gib": 79.19, "gpu_memory_utilization": 0.9}),
+    ("058-", 4, "weights_take", {"weights_gib": 12.55, "kv_available_gib": 56.18}),
+    ("046-", 2, "kv_available", {"kv_available_gib": 17.36}),
+    ("013-", 5, "kv_reserved", {"free_gpu_gib": 31.16, "kv_reserved_gib": 4.25}),
+    ("091-", 54, "cpu_kv_reserved", {"kv_available_gib": 0.01, "total_gpu_gib": 8.34}),
+    ("062-", 11, "graph_captured", {"cuda_graph_gib": 0.84}),
+    ("067-", 1, "graph_capture_start", {}),
+    ("046-", 1, "graph_estimate", {"cuda_graph_estimate_gib": 0.26}),
+    ("046-", 3, "utilization_hint", {"gpu_memory_utilization": 0.7}),
+    ("038-", 2, "preemption", {}),
+    ("038-", 2, "preemption_count", {"preemptions": 151}),  # total_num_cumulative_preemption
+    ("040-", 1, "preemption_count", {"preemptions": 1}),  # total_cumulative_preemption_cnt
+    ("038-", 1, "stats", {"running_reqs": 34, "swapped_reqs": 100, "waiting_reqs": 9832, "kv_cache_usage_pct": 99.2}),
+    ("091-", 120, "stats", {"running_reqs": 2, "waiting_reqs": 4, "kv_cache_usage_pct": 95.5}),  # V1, CPU cache
+    ("reference-formats", 14, "stats", {"preemptions": 7, "engine": 0}),
+    ("026-", 1, "cuda_oom", {"tried_to_allocate_gib": 0.875, "free_gpu_gib": 0.7225}),
+    ("032-", 1, "cuda_oom", {"total_gpu_gib": 21.67, "free_gpu_gib": 0.004}),  # "capacty"
+    ("reference-formats", 17, "cuda_oom", {"total_gpu_gib": 14.62, "free_gpu_gib": 0.0032}),  # torch 1.x
+    ("065-", 7, "cuda_error_oom", {}),
+    ("026-", 1, "weights_create_failed", {}),
+    ("088-", 22, "engine_config", {"max_seq_len": 32768, "tensor_parallel_size": 1}),
+    ("088-", 12, "non_default_args", {"max_seq_len": 32768, "kv_cache_memory_bytes": 4000000}),
+    ("reference-formats", 20, "namespace_args", {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.95}),
+    ("088-", 16, "max_len_in_use", {"max_seq_len": 32768}),
+    ("reference-formats", 15, "auto_fit", {"requested_max_len": 131072, "max_seq_len": 40960}),
+    ("068-", 1, "tp_heads_mismatch", {"num_attention_heads": 28, "tensor_parallel_size": 8}),
+    ("reference-formats", 18, "pp_layers_mismatch", {"num_hidden_layers": 30}),
+    ("072-", 1, "max_len_exceeds_model", {"max_seq_len": 4096, "derived_max_model_len": 2048}),
+    ("075-", 1, "unsupported_quantization", {"min_compute_capability": 75, "gpu_compute_capability": 70}),
+    ("079-", 1, "unsupported_kv_dtype", {}),
+    ("081-", 5, "nccl_error", {}),
+    ("083-", 4, "port_in_use", {}),
+    ("085-", 1, "unsupported_architecture", {}),
+    ("086-", 1, "architecture_inspection_failed", {}),
+    ("024-", 2, "engine_start_failed", {}),
+    ("088-", 180, "engine_start_failed", {}),
+    ("089-", 192, "engine_fatal", {}),
+    ("062-", 12, "ready", {"init_seconds": 44.51}),
+    ("089-", 114, "ready", {}),  # uvicorn "Application startup complete."
+    ("091-", 131, "shutdown", {}),
+    ("074-", 1, "request_too_long", {"max_seq_len": 8192, "requested_tokens": 8203}),
+    ("reference-formats", 22, "prompt_too_long", {"long_prompt_tokens": 9000, "max_seq_len": 8192}),
+    ("089-", 230, "http_error", {"http_status": 500}),
+    ("042-", 1, "swap_space_exhausted", {}),
+    ("reference-formats", 25, "swap_space_too_large", {}),
+    ("reference-formats", 26, "engine_dead", {}),
+    ("reference-formats", 12, "graph_pool", {"cuda_graph_gib": 0.84, "cuda_graph_estimate_gib": 0.8}),
+    ("reference-formats", 19, "server_version", {}),
+    ("083-", 1, "traceback_start", {}),
+    ("083-", 2, "frame", {}),
+    ("089-", 229, "exception", {}),
+]
+
+
+@pytest.mark.parametrize("fixture,number,kind,values", WORDINGS,
+                         ids=[f"{k}-{f.rstrip('-')}:{n}" for f, n, k, _ in WORDINGS])
+def test_wording(fixture, number, kind, values):
+    facts = [f for f in parse_line(fixture_line(fixture, number), number) if f.kind == kind]
+    assert facts, f"no {kind} in line {number} of {fixture}"
+    assert facts[0].values.items() >= values.items()
+
+
+def test_every_message_rule_has_a_real_sample():
+    """Each alternative of the grammar's `message` rule (aliases included) appears in WORDINGS."""
+    from advisor.grammar import message_parser
+    produced = {str(r.alias or r.origin.name) for r in message_parser().rules}
+    text = (ROOT / "grammars" / "messages.lark").read_text()
+    block = text.split("?message:", 1)[1].split("\n\n", 1)[0]
+    alternatives = {name.strip() for name in block.replace("\n", " ").split("|")}
+    aliases = {"free_memory": {"free_memory_below_utilization", "memory_summary"}}
+    kinds = set().union(*(aliases.get(a, {a}) for a in alternatives)) & produced
+    missing = kinds - {kind for _, _, kind, _ in WORDINGS}
+    assert not missing, f"wordings without a sample line: {sorted(missing)}"
+
+
+def test_exception_counts_only_at_the_start_of_the_body():
+    # The ulimit warning quotes "OSError: [Errno 24]" mid-sentence: not an exception.
+    facts = parse_line(fixture_line("088-", 11), 11)
+    assert not [f for f in facts if f.kind == "exception"]
+
+
+@pytest.mark.parametrize("fixture,number,process,level", [
+    ("019-", 1, "EngineCore_DP0 pid=223840", "ERROR"),
+    ("064-", 1, "RayWorkerWrapper pid=2711, ip=████████████", "INFO"),
+    ("065-", 1, "VllmWorker rank=3 pid=1090", "ERROR"),
+    ("081-", 5, "[rank0]", None),
+    ("011-", 3, None, "ERROR"),  # old era: "ERROR 02-07 11:28:26 engine.py:389]"
+    ("040-", 1, None, "WARNING"),  # docs example without "]"
+])
+def test_envelope(fixture, number, process, level):
+    envelope = split_envelope(fixture_line(fixture, number))
+    assert (envelope.process, envelope.level) == (process, level)
