@@ -1,0 +1,131 @@
+"""Each rule fires on a real log that shows its problem and stays quiet on a near miss."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from advisor.rules import RuleSetError, load_rules
+from conftest import analyze_fixture
+
+# rule code: (a fixture it must fire on, a near-miss fixture it must not fire on)
+CASES = {
+    "S101": ("088-", "044-"),  # KV shortfall / the same GPU at 20k tokens starts fine
+    "S102": ("015-", "001-"),
+    "S103": ("020-", "062-"),
+    "S104": ("026-", "065-"),  # weights OOM / an OOM during graph capture
+    "S105": ("065-", "026-"),
+    "S106": ("067-", "046-"),  # capture at utilization 0.98 / at 0.7
+    "S201": ("068-", "062-"),
+    "S202": ("072-", "062-"),
+    "S203": ("075-", "079-"),
+    "S204": ("079-", "075-"),
+    "S205": ("085-", "086-"),  # unsupported / supported but inspection crashed
+    "S206": ("081-", "062-"),
+    "S207": ("083-", "062-"),
+    "S208": ("086-", "085-"),
+    "S299": ("013-", "088-"),  # unexplained / explained by S101, so the fallback stays quiet
+    "R101": ("033-", "032-"),  # OOM while serving / OOM at startup
+    "R102": ("038-", "091-"),  # logged / only inferable
+    "R103": ("091-", "089-"),
+    "R104": ("043-", "091-"),  # saturated / saturated but preempting (R103 wins)
+    "R105": ("042-", "038-"),
+    "R106": ("074-", "089-"),
+    "R107": ("089-", "091-"),  # engine died / EngineDeadError only as SIGTERM shutdown noise
+    "H101": ("044-", "062-"),
+    "H102": ("067-", "058-"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_rule_fires_on_its_log_only(code):
+    fires, near_miss = CASES[code]
+    assert code in {f.rule for f in analyze_fixture(fires).findings}
+    assert code not in {f.rule for f in analyze_fixture(near_miss).findings}
+
+
+def test_every_rule_has_cases():
+    missing = {r.code for r in load_rules()} - set(CASES) - {"R108"}  # R108: see tests/test_live_fixtures.py
+    assert not missing
+
+
+def test_remediations_never_exceed_the_utilization_ceiling():
+    for case in ("001-", "015-", "020-", "022-", "024-", "043-", "067-"):
+        for finding in analyze_fixture(case).findings:
+            for remediation in finding.remediations:
+                value = remediation.flags.get("--gpu-memory-utilization")
+                if value is not None:
+                    assert float(value) <= 0.95, (case, remediation)
+
+
+def test_free_memory_advice_never_asks_more_than_free_over_total():
+    report = analyze_fixture("024-")  # 31.44 of 47.38 GiB free, 0.95 requested
+    top = report.findings[0].remediations[0]
+    assert float(top.flags["--gpu-memory-utilization"]) <= 31.44 / 47.38
+
+
+def test_kv_shortfall_suggests_a_round_length_between_60_and_80_percent_of_the_estimate():
+    for case, limit in (("088-", 15488), ("007-", 199552), ("009-", 251136), ("001-", 23648), ("011-", 58496)):
+        top = analyze_fixture(case).findings[0].remediations[0]
+        length = int(top.flags["--max-model-len"])
+        assert 0.6 * limit <= length <= 0.8 * limit and length % 1024 == 0, (case, length)
+
+
+def test_suggested_tensor_parallel_size_divides_the_heads():
+    for case, heads in (("068-", 28), ("070-", 52)):
+        size = int(analyze_fixture(case).findings[0].remediations[0].flags["--tensor-parallel-size"])
+        assert heads % size == 0
+
+
+def test_weights_oom_is_not_answered_with_a_utilization_change():
+    for finding in analyze_fixture("026-").findings:
+        assert all("--gpu-memory-utilization" not in r.flags for r in finding.remediations)
+
+
+def test_auto_fit_is_offered_only_where_the_version_has_it():
+    titles = lambda case: [r.title for r in analyze_fixture(case).findings[0].remediations]
+    assert any("auto" in t for t in titles("088-"))  # vLLM 0.32.0
+    assert not any("auto" in t for t in titles("007-"))  # version not in the log
+
+
+def write_rule(folder, name, body):
+    (folder / name).write_text(textwrap.dedent(body))
+
+
+VALID = """
+    code = "S101"
+    name = "kv-cache-insufficient"
+    phase = "startup"
+    severity = "error"
+    failure = "kv_cache_insufficient"
+    event = ["kv_cache_error"]
+    message = ["x"]
+    versions = "all"
+    explanation = "x"
+"""
+
+
+def test_rule_files_reject_unknown_keys(tmp_path):
+    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID + 'colour = "red"\n')
+    with pytest.raises(RuleSetError, match="colour"):
+        load_rules(tmp_path)
+
+
+def test_rule_files_reject_duplicate_codes(tmp_path):
+    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID)
+    again = VALID.replace('name = "kv-cache-insufficient"', 'name = "kv-cache-insufficient-again"')
+    write_rule(tmp_path, "S101-kv-cache-insufficient-again.toml", again)
+    with pytest.raises(RuleSetError, match="already used"):
+        load_rules(tmp_path)
+
+
+def test_rule_files_reject_unsafe_expressions(tmp_path):
+    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID + 'when = "__import__(\'os\').system(\'true\')"\n')
+    with pytest.raises(RuleSetError, match="may be called"):
+        load_rules(tmp_path)
+
+
+def test_rule_files_reject_unknown_failure_words(tmp_path):
+    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID.replace("kv_cache_insufficient", "kv_too_small", 1))
+    with pytest.raises(RuleSetError):
+        load_rules(tmp_path)
