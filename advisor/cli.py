@@ -11,7 +11,7 @@ from .reports import FORMATS, render
 from .rules import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = {"explain", "rules"}
+SUBCOMMANDS = {"explain", "rules", "verify"}
 
 
 class InputError(Exception):
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            return {"explain": explain, "rules": list_rules}[argv[0]](argv[1:])
+            return {"explain": explain, "rules": list_rules, "verify": verify}[argv[0]](argv[1:])
         return analyze_files(argv)
     except InputError as error:
         return _error(str(error))
@@ -45,7 +45,7 @@ def analysis_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vllm-advisor",
         description="Read vLLM logs, say what went wrong and what to change. "
-                    "Subcommands: 'explain CODE', 'rules'.")
+                    "Subcommands: 'explain CODE', 'rules', 'verify LOG' (see 'verify --help').")
     parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz); '-' or none for stdin")
     parser.add_argument("--format", choices=sorted(FORMATS), default=None,
                         help="output format (default: text on a terminal, json otherwise)")
@@ -88,6 +88,12 @@ def explain(argv: list[str]) -> int:
     for reference in rule.references:
         print(f"see: {reference}")
     return EXIT_OK
+
+
+def verify(argv: list[str]) -> int:
+    from . import live  # only the live check needs the server helpers
+
+    return live.main(argv)
 
 
 def list_rules(argv: list[str]) -> int:
