@@ -32,35 +32,50 @@ WRAPPERS = {
     # docker compose logs "vllm-1  | " (the service name is padded to a common width)
     "compose": re.compile(r"^[\w.\-]+ +\|(?: |$)"),
 }
-# Wrappers nest (compose around journalctl, kubectl --prefix around --timestamps, either around
-# a CI timestamp vLLM's launcher printed): strip outer ones first, but only so many.
+# Wrappers nest (compose around journalctl, kubectl --prefix around --timestamps, any of them
+# around a k9s frame or a CI timestamp): strip the outer one first, but only so many.
 MAX_WRAPPERS = 4
 # k9s and other TUIs frame each line in box-drawing bars.
-BOX = re.compile(r"^\s*│ ?(.*?)\s*│?\s*$")
-RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+BOX_BAR = "│"
+RAY_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 # journalctl -o json-seq starts each record with an ASCII record separator.
 RECORD_SEPARATOR = "\x1e"
 
 
 def clean(raw: str) -> str:
     """Remove colour codes, NULs, byte-order marks, shipper and terminal wrappers; keep vLLM's text."""
-    text = ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", ""))
-    if "│" in text:
-        text = BOX.sub(r"\1", text)
-    text = strip_wrappers(text)
-    return RAY_REPEATED.sub("", text)
+    text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
+    if "across cluster]" in text:  # Ray's deduplication note ends the line
+        repeated = RAY_REPEATED.search(text)
+        text = text[:repeated.start()].rstrip() if repeated else text
+    return text
 
 
 def strip_wrappers(text: str) -> str:
+    """Peel wrappers from the outside in until vLLM's own text is left."""
     for _ in range(MAX_WRAPPERS):
-        for wrapper in WRAPPERS.values():
-            match = wrapper.match(text)
-            if match:
-                text = text[match.end():]
-                break
-        else:
-            return text
+        inner = _strip_outer(text)
+        if inner is None:
+            break
+        text = inner
     return text
+
+
+def _strip_outer(text: str) -> str | None:
+    if text.lstrip().startswith(BOX_BAR):
+        return _unbox(text)
+    for wrapper in WRAPPERS.values():
+        match = wrapper.match(text)
+        if match:
+            return text[match.end():]
+    return None
+
+
+def _unbox(text: str) -> str:
+    # One space pads the bar; more is the line's own indentation (a traceback's "  File").
+    inner = text.lstrip()[len(BOX_BAR):]
+    inner = (inner[1:] if inner.startswith(" ") else inner).rstrip()
+    return inner.removesuffix(BOX_BAR).rstrip()
 
 
 def journal_message(text: str) -> str | None:
