@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 
 import pytest
 
-from advisor import sources
+from advisor import cli, sources
 from advisor.unwrap import clean, journal_message
 from conftest import CORPUS, corpus_cases, fixture_line, fixture_path
 
@@ -110,6 +111,7 @@ def test_wrapper_is_removed(wrapper):
 @pytest.mark.parametrize("coloured", [
     "(EngineCore pid=7704) \x1b[32mINFO\x1b[0m 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
     "(EngineCore pid=7704) ^[[32mINFO^[[0m 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
+    "\x1b[36m(EngineCore pid=7704)\x1b[0m INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
     "\x1b]0;vllm serve\x07(EngineCore pid=7704) INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
     "(EngineCore pid=7704) INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV\x00 cache memory: 26.51 GiB",
 ])
@@ -163,3 +165,23 @@ def test_gzip_and_plain_files_read_the_same(tmp_path):
     plain = list(sources.lines(sources.read_chunks(str(fixture_path("056")))))
     for name in ("vllm.log.gz", "rotated.1"):
         assert list(sources.lines(sources.read_chunks(str(tmp_path / name)))) == plain
+
+
+def test_journalctl_piped_to_stdin(monkeypatch, capsys):
+    # `journalctl -u vllm | vllm-advisor`: the verdict points at the journal's own line number.
+    wrapped = b"".join(b"Nov 29 09:50:01 gpu-node-3 vllm[1234]: " + line
+                       for line in fixture_path("001").read_bytes().splitlines(keepends=True))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(wrapped))))
+    assert cli.main(["--format", "json"]) == cli.EXIT_FAILURE
+    report = json.loads(capsys.readouterr().out)
+    assert (report["source"], report["verdict"]["failure"], report["verdict"]["line"]) == (
+        "<stdin>", "kv_cache_insufficient", 5)
+
+
+def test_several_files_are_each_reported(tmp_path, capsys):
+    rotated = tmp_path / "vllm.log.1.gz"
+    rotated.write_bytes(gzip.compress(fixture_path("001").read_bytes()))
+    assert cli.main(["--format", "json", str(fixture_path("056")), str(rotated)]) == cli.EXIT_FAILURE
+    reports = json.loads(capsys.readouterr().out)
+    assert [(r["verdict"]["phase"], r["verdict"]["failure"]) for r in reports] == [
+        ("healthy", "none"), ("startup", "kv_cache_insufficient")]
