@@ -1,4 +1,4 @@
-"""Sources: read bytes (file, stdin, .gz), decode, and unwrap each line to the text vLLM printed."""
+"""Sources: read bytes (file, stdin, .gz), split them into numbered lines, and unwrap each one."""
 from __future__ import annotations
 
 import gzip
@@ -8,28 +8,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .unwrap import clean, journal_message
+
 # A line longer than this is cut: a 200 MB "line" is binary junk, not a message.
 MAX_LINE = 64 * 1024
 READ_CHUNK = 1 << 20
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\^\[\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
-# Wrappers that shippers and terminals put in front of vLLM's own line, tried in order, each once.
-WRAPPERS = [
-    # journalctl short / short-precise / short-iso: "Nov 29 09:50:01 host vllm[1234]: "
-    re.compile(r"^(?:[A-Z][a-zé.]{2,4}\.? {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|"
-               r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)?) \S+ [\w.\-@/]+(?:\[\d+\])?: "),
-    # TorchServe "2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - "
-    re.compile(r"^\S+ \[\w+ ?\] W-\d+-\S+ MODEL_LOG - "),
-    # kubectl logs --timestamps (RFC 3339), CI runners "[2026-02-24T20:21:58Z] "
-    re.compile(r"^\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "),
-    # kubectl logs --prefix "[pod/name/container] "
-    re.compile(r"^\[pod/[^\]\s]+\] "),
-    # docker compose "vllm-1  | " (the service name is padded to a common width)
-    re.compile(r"^[\w.\-]+ +\| "),
-]
-# k9s and other TUIs frame each line in box-drawing bars.
-BOX = re.compile(r"^\s*│ ?(.*?)\s*│?\s*$")
-RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# Line breaks inside one physical line: a lone CR (a progress bar redrawn in place), or the
+# newlines inside one journald record's MESSAGE.
+BREAKS = re.compile(r"\r\n|[\r\n]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,21 +27,12 @@ class Line:
     text: str
 
 
-def clean(raw: str) -> str:
-    """Remove colour codes, NULs, shipper and terminal wrappers; keep vLLM's own text."""
-    text = ANSI.sub("", raw.replace("\x00", ""))
-    if "│" in text:
-        text = BOX.sub(r"\1", text)
-    for wrapper in WRAPPERS:
-        text = wrapper.sub("", text, count=1)
-    return RAY_REPEATED.sub("", text)
-
-
 def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
     """Split byte chunks on LF into numbered, decoded, cleaned lines.
 
     A lone CR (a progress bar redrawn in place) separates segments of one physical line:
-    each segment is yielded with that line's number, so nothing printed is lost.
+    each segment is yielded with that line's number, so nothing printed is lost. A journald
+    JSON record is one physical line too; a record without a MESSAGE yields nothing.
     """
     number, pending = 0, b""
     for chunk in chunks:
@@ -71,7 +49,10 @@ def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
 
 def _segments(number: int, raw: bytes) -> Iterator[Line]:
     text = raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
-    for segment in text.split("\r") if "\r" in text else (text,):
+    text = journal_message(text) if "MESSAGE" in text else text
+    if text is None:
+        return
+    for segment in BREAKS.split(text) if ("\r" in text or "\n" in text) else (text,):
         yield Line(number, clean(segment))
 
 

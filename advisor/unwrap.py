@@ -1,0 +1,104 @@
+"""Unwrap one line: take a journald JSON record's MESSAGE, strip colour codes and shipper prefixes."""
+from __future__ import annotations
+
+import json
+import re
+
+# CSI sequences (colours, cursor moves), OSC sequences (titles, links), charset switches;
+# "^[[1;31m" is how `less` and `cat -v` show a raw ESC, and logs get pasted that way.
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\^\[\[[0-9;?]*[A-Za-z]"
+                  r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][A-Z0-9]")
+
+# A month as strftime's %b prints it in any locale: "Nov", "Mär", "déc.", "dic", "11月".
+_MONTH = r"(?:[^\W\d_]{2,5}\.?|\d{1,2}月)"
+_SYSLOG_TIME = _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?"
+_ISO_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+# journalctl's ISO forms always carry a numeric offset ("+0100", "+00:00"); kubectl and docker print "Z".
+_JOURNAL_ISO_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d"
+# A host name, then journalctl's identifier: "vllm[1234]", "python3[88]", "bash[1]", "kernel" (no pid).
+_HOST = r"[\w.\-]+"
+_IDENTIFIER = r"[^\s\[:]+(?:\[\d+\])?"
+
+# Prefixes put in front of vLLM's own line, each named after the tool that writes it.
+WRAPPERS = {
+    # journalctl -o short / short-precise / short-iso / short-iso-precise
+    "journalctl": re.compile(rf"^(?:{_SYSLOG_TIME}|{_JOURNAL_ISO_TIME}) {_HOST} {_IDENTIFIER}:(?: |$)"),
+    # TorchServe "2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - "
+    "torchserve": re.compile(r"^\S+ \[\w+ ?\] W-\d+-\S+ MODEL_LOG - "),
+    # kubectl logs --timestamps, docker logs -t (RFC 3339), CI runners "[2026-02-24T20:21:58Z] "
+    "timestamp": re.compile(rf"^(?:{_ISO_TIME}|\[{_ISO_TIME}\])(?: |$)"),
+    # kubectl logs --prefix "[pod/name/container] "
+    "kubectl_prefix": re.compile(r"^\[pod/[^\]\s]+\](?: |$)"),
+    # docker compose logs "vllm-1  | " (the service name is padded to a common width)
+    "compose": re.compile(r"^[\w.\-]+ +\|(?: |$)"),
+}
+# Wrappers nest (compose around journalctl, kubectl --prefix around --timestamps, any of them
+# around a k9s frame or a CI timestamp): strip the outer one first, but only so many.
+MAX_WRAPPERS = 4
+# k9s and other TUIs frame each line in box-drawing bars.
+BOX_BAR = "│"
+RAY_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
+# journalctl -o json-seq starts each record with an ASCII record separator.
+RECORD_SEPARATOR = "\x1e"
+
+
+def clean(raw: str) -> str:
+    """Remove colour codes, NULs, byte-order marks, shipper and terminal wrappers; keep vLLM's text."""
+    text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
+    if "across cluster]" in text:  # Ray's deduplication note ends the line
+        repeated = RAY_REPEATED.search(text)
+        text = text[:repeated.start()].rstrip() if repeated else text
+    return text
+
+
+def strip_wrappers(text: str) -> str:
+    """Peel wrappers from the outside in until vLLM's own text is left."""
+    for _ in range(MAX_WRAPPERS):
+        inner = _strip_outer(text)
+        if inner is None:
+            break
+        text = inner
+    return text
+
+
+def _strip_outer(text: str) -> str | None:
+    if text.lstrip().startswith(BOX_BAR):
+        return _unbox(text)
+    for wrapper in WRAPPERS.values():
+        match = wrapper.match(text)
+        if match:
+            return text[match.end():]
+    return None
+
+
+def _unbox(text: str) -> str:
+    # One space pads the bar; more is the line's own indentation (a traceback's "  File").
+    inner = text.lstrip()[len(BOX_BAR):]
+    inner = (inner[1:] if inner.startswith(" ") else inner).rstrip()
+    return inner.removesuffix(BOX_BAR).rstrip()
+
+
+def journal_message(text: str) -> str | None:
+    """The text a physical line carries: MESSAGE of a `journalctl -o json` record, else the line.
+
+    journald writes MESSAGE as a string, as a list of byte values when it is not printable
+    UTF-8 (colour codes, CR), or as null when it is too large: then the line says nothing.
+    """
+    candidate = text.lstrip(RECORD_SEPARATOR).strip()
+    if not (candidate.startswith("{") and candidate.endswith("}") and '"MESSAGE"' in candidate):
+        return text
+    try:
+        record = json.loads(candidate)
+    except (ValueError, RecursionError):
+        return text
+    if not isinstance(record, dict) or "MESSAGE" not in record:
+        return text
+    message = record["MESSAGE"]
+    if isinstance(message, str):
+        return message
+    if isinstance(message, list):
+        try:
+            return bytes(message).decode("utf-8", errors="replace")
+        except (TypeError, ValueError):  # not a list of byte values: nothing we can read
+            return None
+    return None
