@@ -4,10 +4,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..report import Report
-from . import json_format, text
+from . import json_format, sarif, text
 
 FORMATS: dict[str, Callable[[list[Report]], str]] = {
     "json": json_format.render,
+    "sarif": sarif.render,
     "text": text.render,
 }
 
