@@ -48,7 +48,7 @@ def write(out: Console, report: Report) -> None:
         where = f", line {verdict.line}" if verdict.line else ""
         out.print(f"[bold red]{verdict.phase.upper()} FAILURE: {verdict.failure}[/] ({verdict.rule}{where})")
     findings = report.findings
-    top = next((f for f in findings if f.rule == verdict.rule), findings[0] if findings else None)
+    top = top_finding(report)
     if top is not None:
         out.print(escape(top.message))
     numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
@@ -66,6 +66,12 @@ def write(out: Console, report: Report) -> None:
         if finding is not top:
             out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "
                       f"{finding.rule} {finding.name}: {escape(finding.message)}")
+
+
+def top_finding(report: Report) -> Finding | None:
+    """The finding the verdict rests on; else the first one (advice on a healthy log)."""
+    findings = report.findings
+    return next((f for f in findings if f.rule == report.verdict.rule), findings[0] if findings else None)
 
 
 def write_remediations(out: Console, finding: Finding) -> None:
