@@ -11,6 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from ..report import Finding, Report
+from . import sparklines
 
 # The public fact names, in the order an operator reads them.
 KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_model_len", "max_tokens_in_kv_cache",
@@ -57,6 +58,8 @@ def write(out: Console, report: Report) -> None:
         for name, value in numbers:
             table.add_row(f"  {name}", str(value))
         out.print(table)
+    for line in sparklines.lines(report):
+        out.print(escape(line), highlight=False)
     if top is not None and top.remediations:
         write_remediations(out, top)
     if report.command.corrected:
