@@ -12,6 +12,8 @@ from .rules import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = {"explain", "rules", "verify"}
+# --fail-on threshold -> the finding severities that make the exit code 1 (info never does).
+FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
 
 
 class InputError(Exception):
@@ -49,6 +51,9 @@ def analysis_parser() -> argparse.ArgumentParser:
     parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz); '-' or none for stdin")
     parser.add_argument("--format", choices=sorted(FORMATS), default=None,
                         help="output format (default: text on a terminal, json otherwise)")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
+                        help="exit 1 when any finding is an error (error), an error or a warning (warning), or never; "
+                             "default: when the verdict is a failure")
     parser.add_argument("--cmd", help="the launch command to correct, e.g. \"vllm serve MODEL --max-model-len 32768\"")
     return parser
 
@@ -59,7 +64,15 @@ def analyze_files(argv: list[str]) -> int:
     reports = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
     sys.stdout.write(render(output, reports))
     sys.stdout.flush()
-    return EXIT_FAILURE if any(r.failed for r in reports) else EXIT_OK
+    return exit_code(reports, args.fail_on)
+
+
+def exit_code(reports: list[Report], fail_on: str | None) -> int:
+    if fail_on is None:
+        failed = any(r.failed for r in reports)
+    else:
+        failed = any(f.severity in FAIL_ON[fail_on] for r in reports for f in r.findings)
+    return EXIT_FAILURE if failed else EXIT_OK
 
 
 def analyze_one(path: str, user_command: str | None) -> Report:

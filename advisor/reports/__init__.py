@@ -4,10 +4,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..report import Report
-from . import json_format, text
+from . import json_format, markdown, ndjson, sarif, text
 
 FORMATS: dict[str, Callable[[list[Report]], str]] = {
     "json": json_format.render,
+    "markdown": markdown.render,
+    "ndjson": ndjson.render,
+    "sarif": sarif.render,
     "text": text.render,
 }
 

@@ -11,6 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from ..report import Finding, Report
+from . import sparklines
 
 # The public fact names, in the order an operator reads them.
 KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_model_len", "max_tokens_in_kv_cache",
@@ -48,7 +49,7 @@ def write(out: Console, report: Report) -> None:
         where = f", line {verdict.line}" if verdict.line else ""
         out.print(f"[bold red]{verdict.phase.upper()} FAILURE: {verdict.failure}[/] ({verdict.rule}{where})")
     findings = report.findings
-    top = next((f for f in findings if f.rule == verdict.rule), findings[0] if findings else None)
+    top = top_finding(report)
     if top is not None:
         out.print(escape(top.message))
     numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
@@ -57,6 +58,8 @@ def write(out: Console, report: Report) -> None:
         for name, value in numbers:
             table.add_row(f"  {name}", str(value))
         out.print(table)
+    for line in sparklines.lines(report):
+        out.print(escape(line), highlight=False)
     if top is not None and top.remediations:
         write_remediations(out, top)
     if report.command.corrected:
@@ -66,6 +69,12 @@ def write(out: Console, report: Report) -> None:
         if finding is not top:
             out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "
                       f"{finding.rule} {finding.name}: {escape(finding.message)}")
+
+
+def top_finding(report: Report) -> Finding | None:
+    """The finding the verdict rests on; else the first one (advice on a healthy log)."""
+    findings = report.findings
+    return next((f for f in findings if f.rule == report.verdict.rule), findings[0] if findings else None)
 
 
 def write_remediations(out: Console, finding: Finding) -> None:
