@@ -189,8 +189,9 @@ def _stats_change(before: Fact | None, after: Fact) -> dict[str, float]:
         return {}
     b, a = before.values, after.values
     change = {}
-    if "running_reqs" in a and "running_reqs" in b:
+    # Only movements in the telling direction: a rise in running is not a "negative drop".
+    if b.get("running_reqs", 0) > a.get("running_reqs", 0):
         change["running_drop"] = b["running_reqs"] - a["running_reqs"]
-    if "waiting_reqs" in a and "waiting_reqs" in b:
+    if a.get("waiting_reqs", 0) > b.get("waiting_reqs", 0):
         change["waiting_rise"] = a["waiting_reqs"] - b["waiting_reqs"]
     return change
