@@ -35,13 +35,14 @@ def render(reports: list[Report]) -> str:
         if index:
             out.rule()
         write(out, report)
-    return buffer.getvalue()
+    # rich pads wrapped lines to the width; trailing blanks only get in the way of diffs and pastes.
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
 def write(out: Console, report: Report) -> None:
     verdict = report.verdict
-    version = f"  vLLM {report.vllm_version}" if report.vllm_version else ""
-    out.print(f"[bold]vllm-advisor[/]: {escape(report.source)}{version}")
+    version = f" (vLLM {report.vllm_version})" if report.vllm_version else ""
+    out.print(f"[bold]vllm-advisor[/]: {escape(report.source)}{version}", soft_wrap=True)
     if verdict.failure == "none":
         label = "no vLLM log lines recognised" if verdict.phase == "unknown" else "healthy: no failure found"
         out.print(f"[bold green]{label}[/]")
@@ -82,6 +83,6 @@ def write_remediations(out: Console, finding: Finding) -> None:
     for remediation in finding.remediations:
         out.print(f"  {remediation.rank}. {escape(remediation.title)}")
         if remediation.why:
-            out.print(Padding(f"why: {escape(remediation.why)}", (0, 0, 0, 5)))
+            out.print(Padding(f"why: {escape(remediation.why)}", (0, 0, 0, 5), expand=False))
         if remediation.tradeoff:
-            out.print(Padding(f"trade-off: {escape(remediation.tradeoff)}", (0, 0, 0, 5)))
+            out.print(Padding(f"trade-off: {escape(remediation.tradeoff)}", (0, 0, 0, 5), expand=False))
