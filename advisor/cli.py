@@ -5,13 +5,13 @@ import argparse
 import os
 import sys
 
-from . import sources
+from . import follow, sources
 from .report import Report, analyze
 from .reports import FORMATS, render
 from .rules import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = {"explain", "rules"}
+SUBCOMMANDS = {"explain", "rules", "follow"}
 
 
 class InputError(Exception):
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            return {"explain": explain, "rules": list_rules}[argv[0]](argv[1:])
+            return {"explain": explain, "rules": list_rules, "follow": follow.main}[argv[0]](argv[1:])
         return analyze_files(argv)
     except InputError as error:
         return _error(str(error))

@@ -8,7 +8,7 @@ from .facts import Fact
 from .grammar import parse_line
 from .report import Finding, Verdict, finding, verdict
 from .rules import Match, load_rules, match_run, without_superseded
-from .sources import Line, clean
+from .sources import Line, lines
 from .timeline import Run, place, starts_new_run
 
 STREAM_SCHEMA = "vllm-advisor.finding/1"
@@ -49,6 +49,7 @@ class StreamEngine:
     def __init__(self, source: str = "<stream>"):
         self.source = source
         self.lines_read = 0
+        self._last_number = 0
         self.verdicts: dict[int, Verdict] = {}
         self._rules = load_rules()
         self._run = Run(0)
@@ -56,12 +57,19 @@ class StreamEngine:
         self._seen: set[str] = set()  # rule codes reported in the current run, retracted or not
         self._final: list[StreamFinding] = []  # the settled findings of runs already ended
 
-    def feed_text(self, text: str) -> list[StreamFinding]:
-        """One raw line (wrappers and colour codes allowed), numbered in arrival order."""
-        return self.feed(Line(self.lines_read + 1, clean(text.rstrip("\r\n"))))
+    def feed_raw(self, raw: bytes | str) -> list[StreamFinding]:
+        """One physical line as read (wrappers, colour codes, CR-redrawn segments), numbered in arrival order."""
+        data = raw.encode("utf-8", errors="surrogateescape") if isinstance(raw, str) else raw
+        number = self._last_number + 1
+        out = [f for segment in lines([data.rstrip(b"\n")]) for f in self.feed(Line(number, segment.text))]
+        if self._last_number != number:  # an empty line still counts, so numbers match the file's
+            self._last_number, self.lines_read = number, self.lines_read + 1
+        return out
 
     def feed(self, line: Line) -> list[StreamFinding]:
-        self.lines_read += 1
+        if line.number != self._last_number:  # CR-separated segments share their line's number
+            self.lines_read += 1
+            self._last_number = line.number
         facts = parse_line(line.text, line.number)
         if not facts:
             return []

@@ -50,7 +50,7 @@ def test_restart_starts_a_fresh_run():
     # The same failing launch twice in one stream: two runs, the finding reported in each.
     engine = StreamEngine("twice")
     text = fixture_path("088").read_text()
-    fed = [f for _ in range(2) for raw in text.splitlines() for f in engine.feed_text(raw)] + engine.finish()
+    fed = [f for _ in range(2) for raw in text.splitlines() for f in engine.feed_raw(raw)] + engine.finish()
     assert sorted(s.run for s in fed if s.finding.rule == "S101") == [0, 1]
 
 
