@@ -15,8 +15,8 @@ STREAM_SCHEMA = "vllm-advisor.finding/1"
 # Memory stays bounded on a server that runs for months: of each kind of fact the current run keeps
 # the first ones (where startup facts, the first exception and the first stats live, as batch reads them)
 # and the latest ones (the window the next stats line and traceback are judged in).
-KEEP_FIRST = 32
-KEEP_LAST = 32
+KEEP_FIRST = 16
+KEEP_LAST = 16
 # A stub placed at the end of a run cut inside a traceback: only judged when the run ends.
 END_OF_RUN_KINDS = {"incomplete_traceback"}
 
