@@ -5,13 +5,13 @@ import argparse
 import os
 import sys
 
-from . import sources
+from . import follow, sources
 from .report import Report, analyze
 from .reports import FORMATS, render
 from .rules import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = {"explain", "rules", "verify"}
+SUBCOMMANDS = {"explain", "rules", "verify", "follow"}
 # --fail-on threshold -> the finding severities that make the exit code 1 (info never does).
 FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
 
@@ -24,7 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            return {"explain": explain, "rules": list_rules, "verify": verify}[argv[0]](argv[1:])
+            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow.main}
+            return commands[argv[0]](argv[1:])
         return analyze_files(argv)
     except InputError as error:
         return _error(str(error))

@@ -139,15 +139,15 @@ def context_for(run: Run, event: Event, run_values: dict[str, Any]) -> dict[str,
     return names
 
 
-def match_run(run: Run, rules: tuple[Rule, ...]) -> list[Match]:
-    """Each rule fires at most once per run, on the first event that satisfies it."""
+def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = None) -> list[Match]:
+    """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it."""
     run_values = run.last_values()
     running = [e.fact.values["running_reqs"] for e in run.events if "running_reqs" in e.fact.values]
     if running:
         run_values["peak_running_reqs"] = max(running)
     matches = []
     for rule in rules:
-        for event in run.events:
+        for event in run.events if events is None else events:
             if event.kind not in rule.event:
                 continue
             context = context_for(run, event, run_values)
@@ -159,10 +159,10 @@ def match_run(run: Run, rules: tuple[Rule, ...]) -> list[Match]:
             if fired:
                 matches.append(Match(rule=rule, event=event, context=context))
                 break
-    return _without_superseded(matches)
+    return without_superseded(matches)
 
 
-def _without_superseded(matches: list[Match]) -> list[Match]:
+def without_superseded(matches: list[Match]) -> list[Match]:
     codes = {m.rule.code for m in matches}
     kept = [m for m in matches if not set(m.rule.overridden_by) & codes]
     explained = any(not m.rule.fallback and m.rule.severity != "info" for m in kept)

@@ -95,14 +95,19 @@ def split_runs(facts: Iterable[Fact]) -> list[Run]:
     runs = [Run(0)]
     for fact in facts:
         current = runs[-1]
-        if fact.kind in RUN_MARKERS and _finished_or_repeated(current, fact.kind):
-            runs.append(current := Run(len(runs)))
-        elif fact.kind == "engine_config" and _finished(current):
+        if starts_new_run(current, fact):
             runs.append(current := Run(len(runs)))
         current.facts.append(fact)
     for run in runs:
         run.events = place(run)
     return [run for run in runs if run.facts]
+
+
+def starts_new_run(current: Run, fact: Fact) -> bool:
+    """Whether a fact is the first of a new launch rather than part of the current run."""
+    if fact.kind in RUN_MARKERS:
+        return _finished_or_repeated(current, fact.kind)
+    return fact.kind == "engine_config" and _finished(current)
 
 
 def _finished(run: Run) -> bool:

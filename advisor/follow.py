@@ -1,0 +1,153 @@
+"""vllm-advisor follow [FILE]: like `tail -F`, stream a growing log through the engine and print findings as they happen."""
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import TextIO
+
+from . import metrics
+from .sources import MAX_LINE, READ_CHUNK
+from .stream import StreamEngine, StreamFinding
+
+POLL_SECONDS = 0.2
+# A traceback arrives in one burst; once the input has been quiet this long the run so far is judged whole,
+# so a fallback finding ("the engine failed to start") is not held until the log is closed, which may be never.
+QUIET_SECONDS = 1.0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vllm-advisor follow",
+                                description="Follow a vLLM log (across rotation and truncation) or stdin; "
+                                            "print each finding once, as soon as it is decidable.")
+    p.add_argument("file", nargs="?", default="-", help="the log to follow; '-' or none for stdin")
+    p.add_argument("--format", choices=("ndjson", "text"), default=None,
+                   help="one JSON object per finding per line, or one human line (default: text on a terminal)")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--from-start", dest="from_start", action="store_true", default=True,
+                       help="read what the file already holds first, as batch mode would (the default)")
+    start.add_argument("--from-end", dest="from_start", action="store_false",
+                       help="skip what the file already holds, like tail -F -n 0")
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus text format on GET /metrics at this port")
+    p.add_argument("--metrics-host", default="127.0.0.1", help="address to serve metrics on (default: loopback)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    fmt = args.format or ("text" if sys.stdout.isatty() else "ndjson")
+    counters = metrics.FollowCounters()
+    server = metrics.serve(counters, args.metrics_host, args.metrics_port) if args.metrics_port is not None else None
+    stop = threading.Event()
+    chunks = stdin_chunks(stop) if args.file == "-" else file_chunks(args.file, args.from_start, stop)
+    engine = StreamEngine("<stdin>" if args.file == "-" else args.file)
+    try:
+        follow(split_lines(chunks), engine, sys.stdout, fmt, counters)
+    except KeyboardInterrupt:  # the normal way to stop following a file: report what the last run shows
+        emit(engine.finish(), sys.stdout, fmt)
+    finally:
+        if server is not None:
+            server.shutdown()
+    return 1 if any(v.failure != "none" for v in engine.verdicts.values()) else 0
+
+
+def follow(records: Iterable[bytes | None], engine: StreamEngine, out: TextIO, fmt: str,
+           counters: metrics.FollowCounters | None = None) -> None:
+    """Feed lines (None: nothing new yet) to the engine; write each finding as it comes; finish at the end."""
+    last_data, judged = time.monotonic(), True
+    for raw in records:
+        if raw is None:
+            if judged or time.monotonic() - last_data < QUIET_SECONDS:
+                continue
+            reported, judged = engine.flush(), True
+        else:
+            reported, last_data, judged = engine.feed_raw(raw), time.monotonic(), False
+        emit(reported, out, fmt)
+        if counters is not None:
+            counters.record(engine.lines_read, reported, engine.verdicts)
+    reported = engine.finish()
+    emit(reported, out, fmt)
+    if counters is not None:
+        counters.record(engine.lines_read, reported, engine.verdicts)
+
+
+def emit(reported: list[StreamFinding], out: TextIO, fmt: str) -> None:
+    for item in reported:
+        out.write((item.to_json() if fmt == "ndjson" else item.summary()) + "\n")
+    if reported:
+        out.flush()  # a shipper downstream must see each finding now, not when a buffer fills
+
+
+def split_lines(chunks: Iterable[bytes | None]) -> Iterator[bytes | None]:
+    """Complete lines out of chunks; None (no new data) passes through; a last unterminated line at the end."""
+    pending = b""
+    for chunk in chunks:
+        if chunk is None:
+            yield None
+            continue
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        yield from complete
+        pending = pending[:MAX_LINE]  # never buffer an endless line
+    if pending:
+        yield pending
+
+
+def file_chunks(path: str, from_start: bool, stop: threading.Event) -> Iterator[bytes | None]:
+    """The bytes appended to a path, reopened when it is replaced (rotation) and reread when it shrinks."""
+    handle, inode, first_open, ends_line = None, None, True, True
+    try:
+        while not stop.is_set():
+            if handle is None:
+                try:
+                    handle = open(path, "rb")
+                except FileNotFoundError:  # not created yet, or between rotation steps
+                    yield None
+                    stop.wait(POLL_SECONDS)
+                    continue
+                inode = os.fstat(handle.fileno()).st_ino
+                if first_open and not from_start:
+                    handle.seek(0, os.SEEK_END)
+                first_open = False
+            chunk = handle.read(READ_CHUNK)
+            if chunk:
+                ends_line = chunk.endswith(b"\n")
+                yield chunk
+                continue
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                current = None
+            if current is None or current.st_ino != inode:  # rotated: the old file is drained, go to the new
+                handle.close()
+                handle = None
+            elif current.st_size < handle.tell():  # truncated in place (copytruncate)
+                handle.seek(0)
+            else:
+                yield None
+                stop.wait(POLL_SECONDS)
+                continue
+            if not ends_line:  # the old content's last line ends here, not in the new file's first
+                ends_line = True
+                yield b"\n"
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def stdin_chunks(stop: threading.Event) -> Iterator[bytes | None]:
+    """Bytes from stdin as they arrive, None while it is quiet, until end of input."""
+    fd = sys.stdin.fileno()
+    while not stop.is_set():
+        ready, _, _ = select.select([fd], [], [], POLL_SECONDS)
+        if not ready:
+            yield None
+            continue
+        chunk = os.read(fd, READ_CHUNK)
+        if not chunk:
+            return
+        yield chunk
