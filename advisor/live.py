@@ -145,18 +145,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-tokens", type=int, default=16, help="tokens per request")
     parser.add_argument("--ladder", action="store_true", help="walk the tuning ladder from the corrected command")
     parser.add_argument("--rounds", type=int, default=4, help="ladder rounds at most")
+    parser.add_argument("--log-dir", help="where to keep the new vLLM logs (default: a new temporary folder)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     args = parser.parse_args(argv)
     try:
         report = analyze(sources.lines(sources.read_chunks(args.log)), args.log)
         command, python = command_to_check(report, args.cmd), vllm_python(args.python)
-        with tempfile.TemporaryDirectory(prefix="vllm-advisor-verify-") as tmp:
-            workdir = Path(os.environ.get("VLLM_ADVISOR_LOG_DIR") or tmp)
-            if args.ladder:
-                results = ladder(command, python, workdir, args.timeout, args.rounds)
-            else:
-                results = [launch(command, python, workdir, args.timeout, args.load, args.max_tokens)]
-            print(render(results, args.format, args.ladder))
+        # The new logs are kept: they are the evidence the operator may want to read or attach.
+        workdir = Path(args.log_dir) if args.log_dir else Path(tempfile.mkdtemp(prefix="vllm-advisor-verify-"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        if args.ladder:
+            results = ladder(command, python, workdir, args.timeout, args.rounds)
+        else:
+            results = [launch(command, python, workdir, args.timeout, args.load, args.max_tokens)]
+        print(render(results, args.format, args.ladder))
     except CannotRun as error:
         print(f"vllm-advisor verify: could not run: {error}")
         return EXIT_COULD_NOT_RUN

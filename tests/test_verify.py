@@ -1,0 +1,50 @@
+"""verify without a server: what it would run, what it refuses, and how it says it could not run."""
+from __future__ import annotations
+
+import pytest
+
+from advisor import cli, live
+from conftest import analyze_fixture, fixture_path
+
+
+def test_the_corrected_command_becomes_api_server_arguments_on_our_own_port():
+    argv = ["vllm", "serve", "/m", "--host", "0.0.0.0", "--port", "8000", "--max-model-len", "2560"]
+    assert live.server_args(argv) == (["--model", "/m", "--max-model-len", "2560"], "/m")
+
+
+def test_the_served_model_name_is_what_requests_ask_for():
+    _, model = live.server_args(["vllm", "serve", "/m", "--served-model-name", "tiny"])
+    assert model == "tiny"
+
+
+@pytest.mark.parametrize("argv", [
+    ["bash", "-c", "vllm serve m"],
+    ["python", "-m", "http.server"],
+    ["vllm", "serve"],
+    ["vllm", "serve", "--max-model-len", "10"],
+])
+def test_anything_but_vllm_serve_is_refused(argv):
+    with pytest.raises(live.CannotRun):
+        live.server_args(argv)
+
+
+def test_a_log_without_the_launch_command_asks_for_cmd():
+    with pytest.raises(live.CannotRun, match="--cmd"):
+        live.command_to_check(analyze_fixture("007-"), None)
+
+
+def test_the_log_corrected_command_is_the_one_checked():
+    argv = live.command_to_check(analyze_fixture("kv-shortfall"), None)
+    assert argv[:2] == ["vllm", "serve"] and argv[argv.index("--max-model-len") + 1] == "2560"
+
+
+def test_ladder_steps_raise_the_length_then_the_sequences():
+    argv = ["vllm", "serve", "m", "--max-model-len", "2560"]
+    assert live._raise(argv, "--max-model-len")[-1] == "4096"
+    assert live._raise(argv, "--max-num-seqs")[-2:] == ["--max-num-seqs", "512"]
+
+
+def test_without_a_vllm_environment_verify_says_it_could_not_run(tmp_path, capsys):
+    code = cli.main(["verify", str(fixture_path("kv-shortfall")), "--python", str(tmp_path / "missing/python")])
+    assert code == live.EXIT_COULD_NOT_RUN
+    assert "could not run: no vLLM environment" in capsys.readouterr().out
