@@ -7,6 +7,7 @@ from .facts import Fact
 from .grammar import parse_line
 from .prefilter import matcher
 from .sources import MAX_LINE, _segments
+from .templates import TemplateCache
 
 # Bytes scanned at a time: large enough that per-block overhead vanishes, small enough to bound memory.
 BLOCK = 16 << 20
@@ -19,6 +20,7 @@ def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact
     skipping it is exact. Line numbers come from counting newlines up to each candidate.
     """
     find_hits = matcher(engine)
+    parse = TemplateCache().parse
     facts: list[Fact] = []
     number = 0  # newlines before the start of `pending`
     pending = b""
@@ -26,12 +28,12 @@ def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact
         pending += block
         cut = pending.rfind(b"\n") + 1
         if cut:
-            number = _scan(pending[:cut], number, find_hits, facts)
+            number = _scan(pending[:cut], number, find_hits, parse, facts)
             pending = pending[cut:]
         if len(pending) > MAX_LINE:  # an endless line: keep what sources.lines keeps of it
             pending = pending[:MAX_LINE]
     if pending:
-        _scan(pending, number, find_hits, facts)
+        _scan(pending, number, find_hits, parse, facts)
     return facts
 
 
@@ -48,7 +50,7 @@ def _blocks(chunks: Iterable[bytes]) -> Iterable[bytes]:
         yield b"".join(parts)
 
 
-def _scan(buffer: bytes, number: int, find_hits, facts: list[Fact]) -> int:
+def _scan(buffer: bytes, number: int, find_hits, parse, facts: list[Fact]) -> int:
     """Parse the candidate lines of a buffer of whole lines; return the newline count after it."""
     starts = sorted({buffer.rfind(b"\n", 0, hit) + 1 for hit in find_hits(buffer)})
     position = 0
@@ -57,6 +59,6 @@ def _scan(buffer: bytes, number: int, find_hits, facts: list[Fact]) -> int:
         end = buffer.find(b"\n", start)
         end = end if end >= 0 else len(buffer)
         for line in _segments(number + 1, buffer[start:end]):
-            facts.extend(parse_line(line.text, line.number))
+            facts.extend(parse_line(line.text, line.number, parse))
         position = start
     return number + buffer.count(b"\n", position)

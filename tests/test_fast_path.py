@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 
 import pytest
 
-from advisor import prefilter, scan, sources
-from advisor.grammar import anchor_regex, message_parser
+from advisor import prefilter, scan, sources, templates
+from advisor.grammar import anchor_regex, envelope_parser, message_parser, parse_line
 from advisor.report import analyze, build_report, parse
 
 from conftest import FIXTURES, ROOT
@@ -81,3 +82,32 @@ def test_coloured_line_is_a_candidate():
     coloured = b"INFO 11-29 10:00:00 [worker.py:1] CUDA \x1b[1mout of memory.\x1b[0m Tried to allocate 2.00 GiB\n"
     plain = parse(sources.lines([coloured]))
     assert plain and scan.scan_chunks([coloured], "find") == plain
+
+
+def digit_sensitive_terminals() -> set[str]:
+    """Terminals whose pattern holds a digit outside \\d, a {m,n} count or a \\xHH escape."""
+    found = set()
+    for parser in (message_parser(), envelope_parser()):
+        for terminal in parser.terminals:
+            pattern = re.sub(r"\\d|\{\d+(?:,\d*)?\}|\\x[0-9a-fA-F]{2}", "", terminal.pattern.to_regexp())
+            if re.search(r"[0-9]", pattern):
+                found.add(terminal.name)
+    return found
+
+
+def test_digit_sensitive_terminals_are_bypassed():
+    assert digit_sensitive_terminals() == set(templates.DIGIT_SENSITIVE)
+
+
+def shifted_digits(text: str) -> str:
+    return text.translate(str.maketrans("0123456789", "3456789012"))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+def test_cached_tree_gives_the_facts_of_a_fresh_parse(path):
+    # Prime the cache with each real line, then parse the line with other digits in the same places.
+    cache = templates.TemplateCache()
+    for line in sources.lines(sources.read_chunks(str(path))):
+        parse_line(line.text, line.number, cache.parse)
+        other = shifted_digits(line.text)
+        assert parse_line(other, line.number, cache.parse) == parse_line(other, line.number)
