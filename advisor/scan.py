@@ -4,10 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .facts import Fact
-from .grammar import parse_line
 from .prefilter import matcher
 from .sources import MAX_LINE, _segments
-from .templates import TemplateCache
+from .templates import FactTemplates
 
 # Bytes scanned at a time: large enough that per-block overhead vanishes, small enough to bound memory.
 BLOCK = 16 << 20
@@ -20,7 +19,7 @@ def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact
     skipping it is exact. Line numbers come from counting newlines up to each candidate.
     """
     find_hits = matcher(engine)
-    parse = TemplateCache().parse
+    parse = FactTemplates().parse_line
     facts: list[Fact] = []
     number = 0  # newlines before the start of `pending`
     pending = b""
@@ -59,6 +58,6 @@ def _scan(buffer: bytes, number: int, find_hits, parse, facts: list[Fact]) -> in
         end = buffer.find(b"\n", start)
         end = end if end >= 0 else len(buffer)
         for line in _segments(number + 1, buffer[start:end]):
-            facts.extend(parse_line(line.text, line.number, parse))
+            facts.extend(parse(line.text, line.number))
         position = start
     return number + buffer.count(b"\n", position)

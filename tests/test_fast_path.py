@@ -111,3 +111,23 @@ def test_cached_tree_gives_the_facts_of_a_fresh_parse(path):
         parse_line(line.text, line.number, cache.parse)
         other = shifted_digits(line.text)
         assert parse_line(other, line.number, cache.parse) == parse_line(other, line.number)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+def test_learned_recipe_gives_the_facts_of_a_fresh_parse(path):
+    # Learn each real line's template, then read a line with other digits in the same places.
+    learned = templates.FactTemplates()
+    for line in sources.lines(sources.read_chunks(str(path))):
+        assert learned.parse_line(line.text, line.number) == parse_line(line.text, line.number)
+        other = shifted_digits(line.text)
+        assert learned.parse_line(other, line.number) == parse_line(other, line.number)
+
+
+def test_stats_lines_are_read_by_recipe():
+    # The reason for the recipes: a day of stats lines must not each go through Lark.
+    path = next(FIXTURES.glob("corpus/091-*.log"))
+    learned = templates.FactTemplates()
+    for line in sources.lines(sources.read_chunks(str(path))):
+        learned.parse_line(line.text, line.number)
+    stats_keys = [key for key in learned.recipes if "Avg prompt throughput" in key]
+    assert stats_keys and all(learned.recipes[key] for key in stats_keys)
