@@ -9,7 +9,7 @@ from .sources import MAX_LINE, _segments
 from .templates import FactTemplates
 
 # Bytes scanned at a time: large enough that per-block overhead vanishes, small enough to bound memory.
-BLOCK = 16 << 20
+BLOCK = 4 << 20
 
 
 def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact]:
