@@ -87,10 +87,12 @@ class FactTemplates:
         self.recipes: dict[str, _Recipe | None] = {}
 
     def parse_line(self, text: str, line: int) -> list[Fact]:
-        if BYPASS.search(text) or not anchor_regex().search(text):
+        if BYPASS.search(text):
             return parse_line(text, line, self.trees.parse)
         key = text.translate(DIGITS_TO_ZERO)
-        if key not in self.recipes:
+        if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor
+            if not anchor_regex().search(text):
+                return []
             if len(self.recipes) >= MAX_TEMPLATES:
                 self.recipes.clear()
             self.recipes[key] = self._learn(text)

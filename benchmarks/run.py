@@ -29,13 +29,15 @@ def tools(log: Path) -> list[tuple[str, list[str]]]:
 
 
 def measure(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS in MB of one run; output goes to /dev/null.
+    """Wall seconds and peak RSS in MB of one run; output goes to a temp file.
+
+    Not /dev/null: GNU grep notices it and stops at the first match.
 
     /usr/bin/time reports the peak RSS of the tool alone; without it, wait4's figure may
     include the pages of this Python process that the child had before exec.
     """
     gnu_time = Path("/usr/bin/time")
-    with tempfile.NamedTemporaryFile("r") as rss_file, open(os.devnull, "wb") as sink:
+    with tempfile.NamedTemporaryFile("r") as rss_file, tempfile.TemporaryFile() as sink:
         prefix = [str(gnu_time), "-f", "%M", "-o", rss_file.name] if gnu_time.exists() else []
         start = time.perf_counter()
         process = subprocess.Popen(prefix + argv, stdout=sink)
