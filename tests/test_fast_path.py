@@ -17,9 +17,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from generate_log import generate  # noqa: E402
 
 LOGS = sorted(FIXTURES.rglob("*.log"))
-HAVE_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
-ENGINES = ["find", pytest.param("hyperscan", marks=pytest.mark.skipif(not HAVE_HYPERSCAN,
-                                                                      reason="hyperscan not installed"))]
+INSTALLED = {name for name, module in (("hyperscan", "hyperscan"), ("ahocorasick", "ahocorasick_rs"))
+             if importlib.util.find_spec(module) is not None}
+ENGINES = ["find"] + [pytest.param(name, marks=pytest.mark.skipif(name not in INSTALLED, reason=f"{name} not installed"))
+                      for name in ("hyperscan", "ahocorasick")]
 
 
 def plain_json(path) -> str:
@@ -54,9 +55,8 @@ def generated_log(tmp_path_factory):
 def test_generated_log_same_report_with_every_engine(generated_log):
     plain = plain_json(generated_log)
     assert '"failure": "engine_dead"' in plain  # the failure near the end was found
-    assert fast_json(generated_log, "find") == plain
-    if HAVE_HYPERSCAN:
-        assert fast_json(generated_log, "hyperscan") == plain
+    for engine in ["find", *INSTALLED]:
+        assert fast_json(generated_log, engine) == plain, engine
 
 
 def test_every_regex_anchor_has_literals():
