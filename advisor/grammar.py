@@ -52,9 +52,13 @@ class Envelope:
         self.process, self.level, self.body = process, level, body
 
 
-def split_envelope(text: str) -> Envelope:
+def _lark_parse(parser: Lark, text: str) -> Tree:
+    return parser.parse(text)
+
+
+def split_envelope(text: str, parse=_lark_parse) -> Envelope:
     try:
-        tree = envelope_parser().parse(text)
+        tree = parse(envelope_parser(), text)
     except LarkError:
         return Envelope(None, None, text.strip())
     process = level = None
@@ -69,25 +73,28 @@ def split_envelope(text: str) -> Envelope:
     return Envelope(process, level, body.rstrip())
 
 
-def parse_line(text: str, line: int) -> list[Fact]:
-    """Every fact a line states, in order. Lines without an anchor cost one regex search."""
+def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
+    """Every fact a line states, in order. Lines without an anchor cost one regex search.
+
+    `parse(parser, text) -> Tree` runs a Lark parser; advisor.templates passes a caching one.
+    """
     if not anchor_regex().search(text):
         return []
-    envelope = split_envelope(text)
+    envelope = split_envelope(text, parse)
     facts: list[Fact] = []
-    for kind, values, words, args in messages(envelope.body):
+    for kind, values, words, args in messages(envelope.body, parse):
         facts.append(Fact(kind=kind, line=line, values=values, text=words, args=args,
                           process=envelope.process, level=envelope.level))
     return facts
 
 
-def messages(body: str):
+def messages(body: str, parse=_lark_parse):
     """Yield (kind, values, text, args) for each message found in a line's body."""
     position = 0
     while (match := anchor_regex().search(body, position)) is not None:
         start = match.start()
         try:
-            tree = message_parser().parse(body[start:])
+            tree = parse(message_parser(), body[start:])
         except LarkError:
             position = start + 1
             continue

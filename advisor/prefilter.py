@@ -1,0 +1,129 @@
+"""Literal prefilter: the words every anchor of the grammar contains, found in raw bytes by a multi-literal matcher."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+from .grammar import message_parser
+
+# For each regex anchor, literals of which every match of the anchor contains at least one.
+# String anchors need no entry: the string is its own literal. tests/test_fast_path.py fails
+# when an anchor is added to the grammar without a line here.
+REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
+    "A_DEVICE_BLOCKS": (" blocks:",),
+    "A_KV_CACHE_SIZE": (" KV cache size:",),
+    "A_PROFILE_ROW": ("total_gpu_memory", "gpu_memory_utilization", "available_kv_cache_memory",
+                      "non_torch_memory", "PyTorch activation peak memory"),
+    "A_CPU_KV_SET": ("Explicitly set", "Auto set"),
+    "A_CAPTURING": ("Capturing cudagraphs", "Capturing CUDA graph"),
+    "A_PREEMPTION_TOTAL": ("cumulative_preemption",),
+    "A_ENGINE_ID": ("Avg prompt throughput",),
+    "A_CUDA_OOM": (" out of memory.",),
+    "A_FAILED_CREATE_WEIGHTS": ("Failed to create ",),
+    "A_CUDA_ERROR_OOM": ("CUDA error: out of memory", "CUDA_ERROR_OUT_OF_MEMORY"),
+    "A_INITIALIZING": ("Initializing a",),
+    "A_NAMESPACE": ("args: Namespace(",),
+    "A_SERVER_VERSION": ("vLLM API server version", "vLLM version"),
+    "A_FP8_TYPE_UNSUPPORTED": (" not supported in this architecture",),
+    "A_NCCL_ERROR": ("NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError"),
+    "A_ADDRESS_IN_USE": ("ddress already in use", "EADDRINUSE"),
+    "A_INSPECTING_FAILED": ("Error in inspecting model architecture", "failed to be inspected"),
+    "A_ENGINE_START_FAILED": ("EngineCore failed to start", "Engine core initialization failed",
+                              "Engine process failed to start"),
+    "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already"),
+    "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG"),
+    "A_DECODER_PROMPT": ("prompt (length",),
+    # HTTP/1.1" 4xx or 5xx: the quote and space before the status are fixed, the version is not.
+    "A_HTTP_STATUS": ('" 4', '" 5'),
+    "A_SWAP_TOO_LARGE": ("oo large swap space",),
+    "A_EXCEPTION": ("Error", "Exception", "Interrupt", "Exit"),
+}
+# sources.clean() deletes these before the grammar sees a line, so they may split an anchor
+# ("CUDA \x1b[1mout of memory"): a line holding one is always a candidate.
+CLEANED_AWAY = ("\x1b", "^[[", "\x00")
+
+
+def anchor_literals() -> tuple[bytes, ...]:
+    """The literals that find every line on which the grammar can state a fact."""
+    words: list[str] = []
+    for terminal in message_parser().terminals:
+        if not terminal.name.startswith("A_"):
+            continue
+        if terminal.pattern.type == "str":
+            words.append(terminal.pattern.value)
+        else:
+            words.extend(REGEX_ANCHOR_LITERALS[terminal.name])
+    words.extend(CLEANED_AWAY)
+    return tuple(dict.fromkeys(word.encode() for word in words))
+
+
+# A matcher takes a buffer and returns the offsets of every literal hit (any order, repeats allowed).
+Matcher = Callable[[bytes], list[int]]
+
+
+def find_matcher(literals: tuple[bytes, ...]) -> Matcher:
+    """Portable engine: one C-speed bytes.find pass per literal, skipping to the next line after a hit."""
+    def offsets(buffer: bytes) -> list[int]:
+        hits = []
+        for literal in literals:
+            find, position = buffer.find, 0
+            while (hit := find(literal, position)) >= 0:
+                hits.append(hit)
+                end = buffer.find(b"\n", hit)
+                position = end + 1 if end >= 0 else len(buffer)
+        return hits
+    return offsets
+
+
+def hyperscan_matcher(literals: tuple[bytes, ...]) -> Matcher:
+    """Hyperscan engine: all literals in one pass over the buffer (Teddy/FDR SIMD literal matching)."""
+    import hyperscan
+
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=[_hyperscan_literal(literal) for literal in literals],
+                     ids=list(range(len(literals))), elements=len(literals))
+    scratch = hyperscan.Scratch(database)
+
+    def offsets(buffer: bytes) -> list[int]:
+        hits: list[int] = []
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            hits.append(end - 1)  # any offset inside the line will do
+        database.scan(buffer, match_event_handler=on_match, scratch=scratch)
+        return hits
+    return offsets
+
+
+def ahocorasick_matcher(literals: tuple[bytes, ...]) -> Matcher:
+    """ahocorasick-rs engine: one Aho-Corasick pass in Rust. Non-overlapping matches are enough:
+    a literal hidden by an overlapping match shares its line, as no literal holds a newline."""
+    from ahocorasick_rs import BytesAhoCorasick
+
+    automaton = BytesAhoCorasick(list(literals))
+
+    def offsets(buffer: bytes) -> list[int]:
+        return [start for _, start, _ in automaton.find_matches_as_indexes(buffer)]
+    return offsets
+
+
+def _hyperscan_literal(literal: bytes) -> bytes:
+    # Hyperscan takes regular expressions: escape every byte as \xHH so the literal stays literal.
+    return b"".join(b"\\x%02x" % byte for byte in literal)
+
+
+# Fastest first; the first whose module imports is the default. "find" needs nothing.
+ENGINES: dict[str, Callable[[tuple[bytes, ...]], Matcher]] = {
+    "hyperscan": hyperscan_matcher, "ahocorasick": ahocorasick_matcher, "find": find_matcher}
+
+
+@cache
+def matcher(engine: str | None = None) -> Matcher:
+    """The named engine, or the fastest one that imports here."""
+    if engine is not None:
+        return ENGINES[engine](anchor_literals())
+    for build in ENGINES.values():
+        try:
+            return build(anchor_literals())
+        except ImportError:
+            continue
+    raise AssertionError("the find engine needs no import")

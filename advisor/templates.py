@@ -1,0 +1,170 @@
+"""Parse cache for lines that differ only in digits: parse once per template, re-read the digits each time."""
+from __future__ import annotations
+
+import re
+
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError
+
+from .facts import Fact, number
+from .grammar import anchor_regex, parse_line
+
+# A key keeps every character but makes every ASCII digit "0": same length, so every token of
+# a cached tree sits at the same offsets in any line with the same key.
+DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+# Terminals that tell one digit from another (a literal digit, a class like [45]), and a regex
+# that finds every line where such a terminal could match. Those lines bypass the cache.
+# tests/test_fast_path.py recomputes the set from the grammars and fails if it changes.
+DIGIT_SENSITIVE = {
+    "A_INITIALIZING": r"V\d",            # "Initializing a V1 LLM engine"
+    "A_FP8_TYPE_UNSUPPORTED": r"fp\d",   # "type fp8e4nv not supported"
+    "A_HTTP_STATUS": r'" \d',            # 'HTTP/1.1" 500': only 4xx and 5xx are anchors
+}
+# Digit-uniform itself, so two lines with one key either both match it or neither does.
+BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))
+MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears and refills
+
+
+class TemplateCache:
+    """A `parse(parser, text)` for grammar.parse_line that reuses the tree of an earlier line of the same shape.
+
+    Exact because every terminal outside DIGIT_SENSITIVE treats all digits alike: changing
+    digits without moving them leaves the lexer's choices, the token boundaries and the tree
+    shape unchanged; only token values change, and those are re-read from the new line.
+    """
+
+    def __init__(self) -> None:
+        self.trees: dict[tuple[int, str], Tree | LarkError] = {}
+
+    def parse(self, parser: Lark, text: str) -> Tree:
+        if BYPASS.search(text):
+            return parser.parse(text)
+        key = (id(parser), text.translate(DIGITS_TO_ZERO))
+        cached = self.trees.get(key)
+        if cached is None:
+            if len(self.trees) >= MAX_TEMPLATES:
+                self.trees.clear()
+            try:
+                cached = self.trees[key] = parser.parse(text)
+            except LarkError as error:
+                self.trees[key] = error
+                raise
+            return cached
+        if isinstance(cached, LarkError):
+            raise cached
+        return _with_text(cached, text)
+
+
+def _with_text(node, text: str):
+    """A copy of a tree whose tokens take their values from `text` at the same offsets."""
+    if isinstance(node, Token):
+        return node.update(value=text[node.start_pos:node.end_pos])
+    if isinstance(node, Tree):
+        return Tree(node.data, [_with_text(child, text) for child in node.children])
+    return node  # None for an absent optional part
+
+
+# A number as the probes change it: digits, maybe one decimal part. A value read from a longer
+# token ("1,048,576", "2.5GiB") changes with several spans or not like number(): no recipe then.
+NUMBER_SPAN = re.compile(r"\d+(?:\.\d+)?")
+PROCESS = "@process"  # a recipe place for the process tag, not a value name
+SHIFT_DIGITS = str.maketrans("0123456789", "1234567890")
+
+
+class FactTemplates:
+    """parse_line for repeated line shapes: learn once which number in the line is which fact value.
+
+    For a new template the line is parsed, then parsed again once per number with only that
+    number's digits changed (cheap: the tree cache serves those parses). A value that follows
+    exactly one number as `number()` reads it is re-read from that place in later lines; when
+    anything else moves (words, kinds, a value tied to two numbers), the template keeps
+    parsing every line. Lines of one template share the tree shape (see TemplateCache), so the
+    facts differ only in these values and the line number.
+    """
+
+    def __init__(self) -> None:
+        self.trees = TemplateCache()
+        self.recipes: dict[str, _Recipe | None] = {}
+
+    def parse_line(self, text: str, line: int) -> list[Fact]:
+        if BYPASS.search(text):
+            return parse_line(text, line, self.trees.parse)
+        key = text.translate(DIGITS_TO_ZERO)
+        if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor
+            if not anchor_regex().search(text):
+                return []
+            if len(self.recipes) >= MAX_TEMPLATES:
+                self.recipes.clear()
+            self.recipes[key] = self._learn(text)
+        recipe = self.recipes[key]
+        return recipe.apply(text, line) if recipe else parse_line(text, line, self.trees.parse)
+
+    def _learn(self, text: str) -> _Recipe | None:
+        facts = parse_line(text, 0, self.trees.parse)
+        sources: dict[tuple[int, str], tuple[int, int]] = {}
+        for span in NUMBER_SPAN.finditer(text):
+            start, end = span.span()
+            probe = text[:start] + text[start:end].translate(SHIFT_DIGITS) + text[end:]
+            probed = parse_line(probe, 0, self.trees.parse)
+            changed = _changed_values(facts, probed)
+            if changed is None:
+                return None
+            for index, name in changed:
+                if name == PROCESS:  # "(APIServer pid=12646)": the tag is copied from the line
+                    where = _copied_from(text, probe, facts[index].process, probed[index].process)
+                    if where is None:
+                        return None
+                    sources[index, name] = where
+                elif (index, name) in sources or not _reads(facts[index].values[name], text[start:end]):
+                    return None
+                else:
+                    sources[index, name] = (start, end)
+        return _Recipe(facts, sources)
+
+
+class _Recipe:
+    __slots__ = ("facts", "sources")
+
+    def __init__(self, facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]]):
+        self.facts, self.sources = facts, sources
+
+    def apply(self, text: str, line: int) -> list[Fact]:
+        out = []
+        for index, fact in enumerate(self.facts):
+            values = {name: number(text[slice(*self.sources[index, name])]) if (index, name) in self.sources
+                      else value for name, value in fact.values.items()}
+            update = {"line": line, "values": values}
+            if (index, PROCESS) in self.sources:
+                update["process"] = text[slice(*self.sources[index, PROCESS])]
+            out.append(fact.model_copy(update=update))
+        return out
+
+
+def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, str]] | None:
+    """The (fact index, value name) pairs that differ, or None when more than values changed."""
+    if len(facts) != len(probed):
+        return None
+    changed = []
+    for index, (fact, other) in enumerate(zip(facts, probed)):
+        if (fact.kind, fact.text, fact.args, fact.level, fact.values.keys()) != \
+                (other.kind, other.text, other.args, other.level, other.values.keys()):
+            return None
+        if fact.process != other.process:
+            changed.append((index, PROCESS))
+        changed += [(index, name) for name, value in fact.values.items()
+                    if (type(value), value) != (type(other.values[name]), other.values[name])]
+    return changed
+
+
+def _reads(value, span_text: str) -> bool:
+    """Whether a value is exactly number() of this span, type included."""
+    read = number(span_text)
+    return (type(value), value) == (type(read), read)
+
+
+def _copied_from(text: str, probe: str, process: str | None, probed: str | None) -> tuple[int, int] | None:
+    """Where the process tag sits in the line, if the probe's tag sits at the same place."""
+    start = text.find(process) if process and probed else -1
+    if start < 0 or probe[start:start + len(process)] != probed:
+        return None
+    return start, start + len(process)
