@@ -74,12 +74,12 @@ def launch(argv: list[str], python: Path, workdir: Path, timeout: float,
         ready = live_server.wait_ready(server, timeout)
         result.startup_seconds = round(ready.seconds, 1)
         if ready.state == "ready":
-            first = live_server.complete(server.port, model, "The quick brown fox", max_tokens)
-            result.completion_status, result.first_token_s = first.status, _rounded(first.first_token_s)
-            if first.status == 200 and first.tokens and first.first_token_s is not None:
-                result.tokens_per_s = round(first.tokens / max(first.seconds - first.first_token_s, 1e-3), 1)
-            if load:
-                send_load(server.port, model, load, max_tokens)
+            probe = live_server.complete(server.port, model, "The quick brown fox", max_tokens)
+            result.completion_status = probe.status
+            answers = send_load(server.port, model, load, max_tokens) if load else [probe]
+            if any(a.status != 200 for a in answers):
+                result.completion_status = next(a.status for a in answers if a.status != 200)
+            measure(result, answers)
             result.preemptions = live_server.metrics(server.port).get(PREEMPTIONS)
     finally:
         live_server.stop(server)
@@ -92,11 +92,21 @@ def launch(argv: list[str], python: Path, workdir: Path, timeout: float,
     return result
 
 
-def send_load(port: int, model: str, count: int, max_tokens: int) -> None:
+def measure(result: Round, answers: list[live_server.Completion]) -> None:
+    """Mean first-token latency, and generated tokens per second over the whole batch."""
+    firsts = [a.first_token_s for a in answers if a.first_token_s is not None]
+    if firsts:
+        result.first_token_s = round(sum(firsts) / len(firsts), 3)
+    wall = max((a.seconds for a in answers), default=0)
+    if wall > 0:
+        result.tokens_per_s = round(sum(a.tokens for a in answers) / wall, 1)
+
+
+def send_load(port: int, model: str, count: int, max_tokens: int) -> list[live_server.Completion]:
     """Concurrent requests with distinct prompts (identical ones are absorbed by the prefix cache)."""
     prompts = [f"Request {i}: " + " ".join(f"w{(i * 7919 + j) % 997}" for j in range(60)) for i in range(count)]
     with ThreadPoolExecutor(count) as pool:
-        list(pool.map(lambda p: live_server.complete(port, model, p, max_tokens, ignore_eos=True), prompts))
+        return list(pool.map(lambda p: live_server.complete(port, model, p, max_tokens, ignore_eos=True), prompts))
 
 
 def _rounded(value: float | None) -> float | None:
@@ -112,25 +122,37 @@ def command_to_check(report: Report, user_command: str | None) -> list[str]:
     return shlex.split(corrected)
 
 
-def ladder(start: list[str], python: Path, workdir: Path, timeout: float, rounds: int) -> list[Round]:
-    """Raise --max-model-len step by step from the corrected value, then --max-num-seqs; stop at the first failure."""
-    results, argv = [], start
-    knob = "--max-model-len"
+def ladder(start: list[str], python: Path, workdir: Path, timeout: float, rounds: int,
+           max_tokens: int) -> list[Round]:
+    """Raise --max-model-len step by step from the corrected value; after its first failure, go back
+    to the last good length and raise --max-num-seqs under a matching load; stop at that knob's
+    first failure. Each round is judged with as many concurrent requests as sequences allowed."""
+    results, argv, knob = [], start, "--max-model-len"
     for _ in range(rounds):
-        result = launch(argv, python, workdir, timeout)
+        result = launch(argv, python, workdir, timeout, load=_sequences(argv), max_tokens=max_tokens)
         results.append(result)
-        if result.outcome != "fixed":
-            if knob == "--max-model-len" and len(results) > 1:
-                knob, argv = "--max-num-seqs", _raise(shlex.split(results[-2].command), "--max-num-seqs")
-                continue
+        if result.outcome == "fixed":
+            argv = _raise(argv, knob)
+        elif knob == "--max-model-len" and len(results) > 1:
+            knob = "--max-num-seqs"
+            argv = _raise(shlex.split(results[-2].command), knob)
+        else:
             break
-        argv = _raise(argv, knob)
     return results
 
 
+def _sequences(argv: list[str]) -> int:
+    """Concurrent requests for a round: the sequence limit, kept small enough for this machine."""
+    limit = int(argv[argv.index("--max-num-seqs") + 1]) if "--max-num-seqs" in argv else 4
+    return max(1, min(limit, 16))
+
+
 def _raise(argv: list[str], flag: str) -> list[str]:
-    current = int(argv[argv.index(flag) + 1]) if flag in argv else (256 if flag == "--max-num-seqs" else 1024)
-    step = math.ceil(current * 1.25 / 1024) * 1024 if flag == "--max-model-len" else current * 2
+    if flag == "--max-model-len":
+        current = int(argv[argv.index(flag) + 1]) if flag in argv else 1024
+        step = math.ceil(current * 1.25 / 1024) * 1024
+    else:
+        step = 2 * int(argv[argv.index(flag) + 1]) if flag in argv else 8
     return apply(argv, {flag: str(step)})
 
 
@@ -142,7 +164,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--python", help="python of the vLLM environment (or VLLM_ADVISOR_VLLM_PYTHON)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for readiness")
     parser.add_argument("--load", type=int, default=0, help="concurrent requests to send after readiness")
-    parser.add_argument("--max-tokens", type=int, default=16, help="tokens per request")
+    parser.add_argument("--max-tokens", type=int, default=64, help="tokens per request")
     parser.add_argument("--ladder", action="store_true", help="walk the tuning ladder from the corrected command")
     parser.add_argument("--rounds", type=int, default=4, help="ladder rounds at most")
     parser.add_argument("--log-dir", help="where to keep the new vLLM logs (default: a new temporary folder)")
@@ -155,7 +177,7 @@ def main(argv: list[str]) -> int:
         workdir = Path(args.log_dir) if args.log_dir else Path(tempfile.mkdtemp(prefix="vllm-advisor-verify-"))
         workdir.mkdir(parents=True, exist_ok=True)
         if args.ladder:
-            results = ladder(command, python, workdir, args.timeout, args.rounds)
+            results = ladder(command, python, workdir, args.timeout, args.rounds, args.max_tokens)
         else:
             results = [launch(command, python, workdir, args.timeout, args.load, args.max_tokens)]
         print(render(results, args.format, args.ladder))

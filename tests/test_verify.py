@@ -41,7 +41,15 @@ def test_the_log_corrected_command_is_the_one_checked():
 def test_ladder_steps_raise_the_length_then_the_sequences():
     argv = ["vllm", "serve", "m", "--max-model-len", "2560"]
     assert live._raise(argv, "--max-model-len")[-1] == "4096"
-    assert live._raise(argv, "--max-num-seqs")[-2:] == ["--max-num-seqs", "512"]
+    assert live._raise(argv, "--max-num-seqs")[-2:] == ["--max-num-seqs", "8"]
+    assert live._raise(argv + ["--max-num-seqs", "8"], "--max-num-seqs")[-1] == "16"
+
+
+def test_a_batch_is_measured_as_mean_first_token_and_total_tokens_per_second():
+    result = live.Round(command="vllm serve m", outcome="fixed")
+    answers = [live.live_server.Completion(200, "", 0.1, 64, 2.0), live.live_server.Completion(200, "", 0.3, 64, 4.0)]
+    live.measure(result, answers)
+    assert (result.first_token_s, result.tokens_per_s) == (0.2, 32.0)
 
 
 def test_without_a_vllm_environment_verify_says_it_could_not_run(tmp_path, capsys):
