@@ -92,6 +92,17 @@ def launch(argv: list[str], python: Path, workdir: Path, timeout: float,
     return result
 
 
+def reason(result: Round) -> str:
+    """Why a round failed, in the words of its log or its metrics."""
+    if result.outcome == "fixed":
+        return ""
+    if result.verdict.get("failure") not in (None, "none"):
+        return f"{result.verdict['phase']} {result.verdict['failure']}"
+    if result.preemptions:
+        return f"{result.preemptions:g} preemptions"
+    return f"HTTP {result.completion_status}" if result.completion_status else "no answer"
+
+
 def measure(result: Round, answers: list[live_server.Completion]) -> None:
     """Mean first-token latency, and generated tokens per second over the whole batch."""
     firsts = [a.first_token_s for a in answers if a.first_token_s is not None]
@@ -197,14 +208,16 @@ def render(results: list[Round], fmt: str, is_ladder: bool) -> str:
     if not is_ladder:
         r = results[0]
         verdict = f"{r.verdict.get('phase')} / {r.verdict.get('failure')}"
-        return "\n".join([f"verify: {r.outcome}", f"  command: {r.command}",
+        outcome = f"{r.outcome} ({reason(r)})" if reason(r) else r.outcome
+        return "\n".join([f"verify: {outcome}", f"  command: {r.command}",
                           f"  startup: {r.startup_seconds} s, completion: HTTP {r.completion_status}, "
                           f"KV cache: {r.kv_cache_tokens} tokens, preemptions: {r.preemptions}",
                           f"  new verdict: {verdict}", f"  log: {r.log}"])
-    rows = ["round  outcome        KV tokens  first token s  tokens/s  peak RSS MB  command"]
+    rows = ["round  outcome        KV tokens  first token s  tokens/s  peak RSS MB  why / command"]
     for i, r in enumerate(results, 1):
         rows.append(f"{i:>5}  {r.outcome:<13}  {r.kv_cache_tokens or '-':>9}  {r.first_token_s or '-':>13}  "
-                    f"{r.tokens_per_s or '-':>8}  {r.peak_rss_mb or '-':>11}  {r.command}")
+                    f"{r.tokens_per_s or '-':>8}  {r.peak_rss_mb or '-':>11}  {reason(r) or 'ok'}")
+        rows.append(f"{'':>5}  {r.command}")
     good = [r for r in results if r.outcome == "fixed"]
     rows.append(f"last good command: {good[-1].command}" if good else "no round succeeded")
     return "\n".join(rows)

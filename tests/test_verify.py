@@ -56,3 +56,12 @@ def test_without_a_vllm_environment_verify_says_it_could_not_run(tmp_path, capsy
     code = cli.main(["verify", str(fixture_path("kv-shortfall")), "--python", str(tmp_path / "missing/python")])
     assert code == live.EXIT_COULD_NOT_RUN
     assert "could not run: no vLLM environment" in capsys.readouterr().out
+
+
+def test_a_failed_round_says_why():
+    startup = live.Round("c", "still failing", verdict={"phase": "startup", "failure": "kv_cache_insufficient"})
+    preempted = live.Round("c", "still failing", verdict={"phase": "healthy", "failure": "none"}, preemptions=12.0,
+                           completion_status=200)
+    assert live.reason(startup) == "startup kv_cache_insufficient"
+    assert live.reason(preempted) == "12 preemptions"
+    assert live.reason(live.Round("c", "fixed")) == ""
