@@ -6,6 +6,7 @@ import os
 import sys
 
 from . import sources
+from .command import CommandError
 from .report import Report, analyze
 from .reports import FORMATS, render
 from .rules import RuleSetError, load_rules
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             return {"explain": explain, "rules": list_rules}[argv[0]](argv[1:])
         return analyze_files(argv)
-    except InputError as error:
+    except (InputError, CommandError) as error:
         return _error(str(error))
     except RuleSetError as error:
         return _error(f"invalid rule file: {error}")

@@ -76,10 +76,21 @@ def _unrepr(text: str) -> str:
     return str(value)
 
 
+class CommandError(ValueError):
+    """A user-given command that is not valid shell words (an unclosed quote): a usage error."""
+
+
+def split_user_command(user_command: str) -> list[str]:
+    try:
+        return shlex.split(user_command)
+    except ValueError as error:
+        raise CommandError(f"cannot split --cmd into words: {error}") from None
+
+
 def original(run: Run | None, user_command: str | None) -> list[str] | None:
     """The user's command if given, else the best one the log shows (non-default args first)."""
     if user_command:
-        return shlex.split(user_command)
+        return split_user_command(user_command)
     if run is None:
         return None
     for kind, build in (("non_default_args", from_args),
