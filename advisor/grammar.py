@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -73,12 +73,17 @@ def parse_line(text: str, line: int) -> list[Fact]:
     """Every fact a line states, in order. Lines without an anchor cost one regex search."""
     if not anchor_regex().search(text):
         return []
+    return [fact.model_copy(update={"line": line}) for fact in _facts_of_text(text)]
+
+
+# Tracebacks and retries repeat the same lines (a recursion prints one frame a million times):
+# parse each distinct text once. Lines are at most sources.MAX_LINE long, so the cache stays small.
+@lru_cache(maxsize=256)
+def _facts_of_text(text: str) -> tuple[Fact, ...]:
     envelope = split_envelope(text)
-    facts: list[Fact] = []
-    for kind, values, words, args in messages(envelope.body):
-        facts.append(Fact(kind=kind, line=line, values=values, text=words, args=args,
-                          process=envelope.process, level=envelope.level))
-    return facts
+    return tuple(Fact(kind=kind, line=0, values=values, text=words, args=args,
+                      process=envelope.process, level=envelope.level)
+                 for kind, values, words, args in messages(envelope.body))
 
 
 def messages(body: str):
