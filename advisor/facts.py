@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import math
 import re
 from typing import Any
 
@@ -37,7 +36,8 @@ class Fact(BaseModel):
 
 
 def plausible(value: Number) -> bool:
-    return value == 0 or (math.isfinite(value) and MIN_FIGURE <= abs(value) <= MAX_FIGURE)
+    # Compared, not converted: float() of a 400-digit int overflows; nan fails every comparison.
+    return value == 0 or MIN_FIGURE <= abs(value) <= MAX_FIGURE
 
 
 # Bytes per unit; logs say GB where vLLM computed GiB, so GB counts as GiB.
