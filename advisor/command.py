@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+import unicodedata
 from typing import Any
 
 from .timeline import Run
@@ -136,3 +137,13 @@ def flag_tokens(flags: dict[str, str | None]) -> list[str]:
 
 def render(argv: list[str]) -> str:
     return shlex.join(argv)
+
+
+# Control, format (bidirectional overrides, zero-width) and line-separator characters: a terminal
+# hides, reorders or breaks on them, so the command on screen is not the one that would be pasted.
+HIDDEN_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
+
+
+def shows_as_is(printed: str) -> bool:
+    """Whether a printed command looks on a terminal exactly like what it is."""
+    return not any(unicodedata.category(char) in HIDDEN_CATEGORIES for char in printed)
