@@ -16,7 +16,14 @@ SUBCOMMANDS = {"explain", "rules"}
 
 
 class InputError(Exception):
-    """A file that cannot be read: reported in one line, exit 2."""
+    """A file that cannot be read, or a report that cannot be written: reported in one line, exit 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one 'vllm-advisor: ...' line like every other error."""
+
+    def error(self, message: str):
+        raise InputError(f"{message} (see --help)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         return _error("interrupted", code=130)
     except BrokenPipeError:
         # `vllm-advisor big.log | head`: the reader left; say nothing more.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout()
         return EXIT_OK
+
+
+def _discard_stdout() -> None:
+    # Python flushes stdout again at exit; pointing it at /dev/null keeps that flush from
+    # printing "Exception ignored" after our one-line message.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _error(message: str, code: int = EXIT_USAGE) -> int:
@@ -43,7 +56,7 @@ def _error(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def analysis_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="vllm-advisor",
         description="Read vLLM logs, say what went wrong and what to change. "
                     "Subcommands: 'explain CODE', 'rules'.")
@@ -56,10 +69,18 @@ def analysis_parser() -> argparse.ArgumentParser:
 
 def analyze_files(argv: list[str]) -> int:
     args = analysis_parser().parse_args(argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        raise InputError("cannot write the report: standard output is closed")
     output = args.format or ("text" if sys.stdout.isatty() else "json")
     reports = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
-    sys.stdout.write(render(output, reports))
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(render(output, reports))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:  # a full disk, a revoked terminal
+        _discard_stdout()
+        raise InputError(f"cannot write the report: {error.strerror or error}") from None
     return EXIT_FAILURE if any(r.failed for r in reports) else EXIT_OK
 
 
