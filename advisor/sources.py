@@ -27,9 +27,11 @@ WRAPPERS = [
     # docker compose "vllm-1  | " (the service name is padded to a common width)
     re.compile(r"^[\w.\-]+ +\| "),
 ]
-# k9s and other TUIs frame each line in box-drawing bars.
-BOX = re.compile(r"^\s*│ ?(.*?)\s*│?\s*$")
-RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# k9s and other TUIs frame each line in box-drawing bars. Only the opening bar is a regex: the
+# former r"^\s*│ ?(.*?)\s*│?\s*$" backtracked cubically (2000 spaces after a bar took 20 s).
+BOX_START = re.compile(r"\s*│ ?")
+# (?<!\s): start only where a run of spaces starts, or the search is quadratic in a run of spaces.
+RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +46,19 @@ def clean(raw: str) -> str:
     """Remove colour codes, NULs, shipper and terminal wrappers; keep vLLM's own text."""
     text = ANSI.sub("", raw.replace("\x00", ""))
     if "│" in text:
-        text = BOX.sub(r"\1", text)
+        text = _unbox(text)
     for wrapper in WRAPPERS:
         text = wrapper.sub("", text, count=1)
     return RAY_REPEATED.sub("", text)
+
+
+def _unbox(text: str) -> str:
+    """The text inside a TUI frame: after the opening bar, before the closing bar and padding."""
+    start = BOX_START.match(text)
+    if start is None:
+        return text
+    inside = text[start.end():].rstrip()
+    return inside[:-1].rstrip() if inside.endswith("│") else inside
 
 
 def lines(chunks: Iterable[bytes]) -> Iterator[Line]:

@@ -77,6 +77,25 @@ def test_million_line_traceback_is_bounded(tmp_path):
     assert report["verdict"]["failure"] == "kv_cache_insufficient"
 
 
+# Runs of one character class, as a crashing process or an attacker can print them: each once found
+# a regex that backtracked (quadratic on spaces or word characters, cubic after a box bar).
+PATHOLOGICAL_UNITS = [" ", "\t", "x", "1", ".", "1.", "x.", "│", "│ ", " │", "[", "(", "{", "'", '"', "\\", ":",
+                      ", ", "x=", "a, b=", "\x1b[", "\x1b[1", "^[[", "-", "/", "x | ", "[pod/", "é", "1 GiB ", "1,",
+                      "ERROR ", "(pid=1) ", "[a.py:1] ", "2024-01-01T00:00:00Z ", "Nov 29 09:50:01 h p[1]: ",
+                      "x ValueError: ", "File \"", "CUDA out of memory. ", "[repeated 2x across cluster] "]
+
+
+def test_pathological_long_lines_take_linear_time(tmp_path):
+    path = tmp_path / "pathological.log"
+    with path.open("wb") as out:
+        for unit in PATHOLOGICAL_UNITS:
+            line = (unit * (64 * 1024 // len(unit) + 1))[: 64 * 1024]
+            out.write(line.encode() + b"\n" + (line[:-1] + "!").encode() + b"\n")
+    report, _, seconds = measured_cli(path)
+    assert seconds < 15, "a regex backtracks on one of PATHOLOGICAL_UNITS"
+    assert report["verdict"]["failure"] in ("none", "cuda_oom_runtime", "engine_startup_failed")
+
+
 @pytest.mark.parametrize("nested", [
     b"[" * 30_000 + b"]" * 30_000,  # under MAX_ARGS_TEXT: literal_eval itself must fail soft
     b"{'a': " * 5_000 + b"1" + b"}" * 5_000,
