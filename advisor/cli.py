@@ -6,6 +6,7 @@ import os
 import sys
 
 from . import follow, scan, sources
+from .command import CommandError
 from .report import Report, build_report
 from .reports import FORMATS, render
 from .rules import RuleSetError, load_rules
@@ -17,7 +18,14 @@ FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
 
 
 class InputError(Exception):
-    """A file that cannot be read: reported in one line, exit 2."""
+    """A file that cannot be read, or a report that cannot be written: reported in one line, exit 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one 'vllm-advisor: ...' line like every other error."""
+
+    def error(self, message: str):
+        raise InputError(f"{message} (see --help)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow.main}
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
-    except InputError as error:
+    except (InputError, CommandError) as error:
         return _error(str(error))
     except RuleSetError as error:
         return _error(f"invalid rule file: {error}")
@@ -35,8 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         return _error("interrupted", code=130)
     except BrokenPipeError:
         # `vllm-advisor big.log | head`: the reader left; say nothing more.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout()
         return EXIT_OK
+
+
+def _discard_stdout() -> None:
+    # Python flushes stdout again at exit; pointing it at /dev/null keeps that flush from
+    # printing "Exception ignored" after our one-line message.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _error(message: str, code: int = EXIT_USAGE) -> int:
@@ -45,7 +59,7 @@ def _error(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def analysis_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="vllm-advisor",
         description="Read vLLM logs, say what went wrong and what to change. "
                     "Subcommands: 'explain CODE', 'rules', 'verify LOG' (see 'verify --help').")
@@ -61,10 +75,18 @@ def analysis_parser() -> argparse.ArgumentParser:
 
 def analyze_files(argv: list[str]) -> int:
     args = analysis_parser().parse_args(argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        raise InputError("cannot write the report: standard output is closed")
     output = args.format or ("text" if sys.stdout.isatty() else "json")
     reports = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
-    sys.stdout.write(render(output, reports))
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(render(output, reports))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:  # a full disk, a revoked terminal
+        _discard_stdout()
+        raise InputError(f"cannot write the report: {error.strerror or error}") from None
     return exit_code(reports, args.fail_on)
 
 

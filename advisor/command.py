@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+import unicodedata
 from typing import Any
 
 from .timeline import Run
@@ -76,10 +77,21 @@ def _unrepr(text: str) -> str:
     return str(value)
 
 
+class CommandError(ValueError):
+    """A user-given command that is not valid shell words (an unclosed quote): a usage error."""
+
+
+def split_user_command(user_command: str) -> list[str]:
+    try:
+        return shlex.split(user_command)
+    except ValueError as error:
+        raise CommandError(f"cannot split --cmd into words: {error}") from None
+
+
 def original(run: Run | None, user_command: str | None) -> list[str] | None:
     """The user's command if given, else the best one the log shows (non-default args first)."""
     if user_command:
-        return shlex.split(user_command)
+        return split_user_command(user_command)
     if run is None:
         return None
     for kind, build in (("non_default_args", from_args),
@@ -125,3 +137,13 @@ def flag_tokens(flags: dict[str, str | None]) -> list[str]:
 
 def render(argv: list[str]) -> str:
     return shlex.join(argv)
+
+
+# Control, format (bidirectional overrides, zero-width) and line-separator characters: a terminal
+# hides, reorders or breaks on them, so the command on screen is not the one that would be pasted.
+HIDDEN_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
+
+
+def shows_as_is(printed: str) -> bool:
+    """Whether a printed command looks on a terminal exactly like what it is."""
+    return not any(unicodedata.category(char) in HIDDEN_CATEGORIES for char in printed)

@@ -6,9 +6,13 @@ import re
 from typing import Any
 
 from lark import Token, Transformer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Number = int | float
+# No figure vLLM prints (bytes, tokens, GiB, ratios) lies outside these bounds; outside them a
+# number is junk or crafted, and arithmetic on it would overflow or produce inf/nan in the JSON.
+MAX_FIGURE = 1e15
+MIN_FIGURE = 1e-6
 
 
 class Fact(BaseModel):
@@ -23,6 +27,17 @@ class Fact(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)  # launch flags, for the corrected command
     process: str | None = None
     level: str | None = None
+
+    @field_validator("values")
+    @classmethod
+    def _plausible_figures(cls, values: dict[str, Number]) -> dict[str, Number]:
+        """Drop `1e999`, `nan` and absurd magnitudes instead of letting them poison the arithmetic."""
+        return {name: value for name, value in values.items() if plausible(value)}
+
+
+def plausible(value: Number) -> bool:
+    # Compared, not converted: float() of a 400-digit int overflows; nan fails every comparison.
+    return value == 0 or MIN_FIGURE <= abs(value) <= MAX_FIGURE
 
 
 # Bytes per unit; logs say GB where vLLM computed GiB, so GB counts as GiB.

@@ -9,6 +9,8 @@ GIB = 2**30
 MAX_UTILIZATION = 0.95  # never suggest more: the rest is the driver's and other processes' headroom
 # GiB figures are printed with two decimals; below this they are too rounded to divide by.
 MIN_TRUSTED_GIB = 0.1
+# No model has more attention heads; a crafted count must not make the divisor search run for hours.
+MAX_HEADS = 4096
 # `--max-model-len auto` (auto-fit, PR #29431, merged 2025-11-25) ships from this release on.
 AUTO_FIT_SINCE = (0, 13)
 
@@ -85,7 +87,7 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         out["max_safe_utilization"] = min(MAX_UTILIZATION, math.floor(free / total * 100) / 100)
 
     heads, tp = v.get("num_attention_heads"), v.get("tensor_parallel_size")
-    if heads:
+    if heads and heads <= MAX_HEADS:  # the divisor search is linear in the head count
         divisors = [d for d in range(1, int(heads) + 1) if heads % d == 0]
         out["valid_tp_sizes"] = ", ".join(map(str, divisors))
         below = [d for d in divisors if d <= (tp or heads) and d & (d - 1) == 0]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from . import command
 from .facts import Fact, Number
 from .grammar import parse_line
+from .limits import bounded_tracebacks
 from .rules import Match, flag_values, load_rules, match_run, render
 from .sources import Line
 from .timeline import STAGE_BY_FUNCTION, Run, split_runs
@@ -76,8 +77,8 @@ class Report(BaseModel):
 
 
 def parse(lines: Iterable[Line]) -> list[Fact]:
-    """Every fact of every line, in order."""
-    return [fact for line in lines for fact in parse_line(line.text, line.number)]
+    """Every fact of every line, in order (but the middle of a runaway traceback)."""
+    return list(bounded_tracebacks(fact for line in lines for fact in parse_line(line.text, line.number)))
 
 
 def analyze(lines: Iterable[Line], source: str, user_command: str | None = None) -> Report:

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
+from ..command import shows_as_is
 from ..report import Finding, Report
 from . import sparklines
 
@@ -25,7 +26,7 @@ def console(buffer: io.StringIO) -> Console:
     terminal = sys.stdout.isatty()
     return Console(file=buffer, width=min(Console().width, 100) if terminal else 80,
                    force_terminal=terminal, no_color=bool(os.environ.get("NO_COLOR")) or not terminal,
-                   highlight=False, soft_wrap=False)
+                   highlight=False, soft_wrap=False, emoji=False)  # ':rocket:' in a model name stays as is
 
 
 def render(reports: list[Report]) -> str:
@@ -65,7 +66,11 @@ def write(out: Console, report: Report) -> None:
         write_remediations(out, top)
     if report.command.corrected:
         out.print("[bold]Corrected command[/] (the first change only):")
-        out.print("  " + escape(report.command.corrected), soft_wrap=True)
+        if shows_as_is(report.command.corrected):
+            out.print("  " + escape(report.command.corrected), soft_wrap=True)
+        else:
+            out.print("  not shown: it contains control or invisible characters (from the log or --cmd) "
+                      "that a terminal would hide or reorder; see --format json")
     for finding in findings:
         if finding is not top:
             out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "

@@ -1,0 +1,60 @@
+"""The report invariants every input must keep, hostile or not: shared by the robustness tests."""
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from collections.abc import Iterable
+
+from advisor import sources
+from advisor.report import Report, analyze
+from advisor.rules import RUNTIME_FAILURES, STARTUP_FAILURES
+
+PHASES = {"startup", "runtime", "healthy", "unknown"}
+FAILURES = set(STARTUP_FAILURES) | set(RUNTIME_FAILURES) | {"none"}
+
+
+def analyze_bytes(chunks: Iterable[bytes], user_command: str | None = None) -> tuple[Report, int]:
+    """The report for some bytes, and how many lines the input had (the largest line number)."""
+    last = 0
+
+    def counted():
+        nonlocal last
+        for line in sources.lines(chunks):
+            last = max(last, line.number)
+            yield line
+
+    report = analyze(counted(), "<fuzz>", user_command)
+    return report, last
+
+
+def check_report(report: Report, line_count: int) -> None:
+    """Assert the JSON contract and that every line a report cites exists in the input."""
+    text = report.to_json()
+    json.loads(text, parse_constant=_reject_constant)  # strict JSON: no NaN/Infinity
+    assert Report.model_validate_json(text) == report
+    assert report.verdict.phase in PHASES
+    assert report.verdict.failure in FAILURES
+    cited = [f.line for f in report.findings] + [e.line for e in report.events]
+    cited += [report.verdict.line] if report.verdict.line is not None else []
+    assert all(1 <= line <= line_count for line in cited), (cited, line_count)
+    for value in list(report.facts.values()) + [v for e in report.events for v in e.values.values()]:
+        assert math.isfinite(value), value
+    if report.command.original is not None:
+        check_command(report.command.original)
+    if report.command.corrected is not None:
+        # Without the launch command in the log, the contract prints the flag change alone (README).
+        check_command(report.command.corrected, first="vllm" if report.command.original else "--")
+
+
+def check_command(printed: str, first: str = "vllm") -> list[str]:
+    """A printed command is what shlex.join produced (it splits back to itself) and starts as expected:
+    `vllm`, or a `--flag` when only the flag change is printed."""
+    argv = shlex.split(printed)
+    assert shlex.join(argv) == printed
+    assert argv and argv[0].startswith(first), printed
+    return argv
+
+
+def _reject_constant(name: str):
+    raise AssertionError(f"invalid JSON constant {name} in report")
