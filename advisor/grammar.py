@@ -9,11 +9,14 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
-from .facts import Fact, ToFacts
+from .facts import Fact
+from .messages import ToFacts
 
 # Facts about the shape of a traceback count only where they start the line's body;
 # elsewhere "ValueError" or 'File "' is just a word inside a sentence.
-STRUCTURAL = {"traceback_start", "frame", "exception"}
+STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_EXCEPTION"}
+# Real lines state a few messages; a hostile one full of anchors must not cost a parse per anchor.
+MAX_ANCHORS_PER_LINE = 32
 
 
 def data_dir(name: str) -> Path:
@@ -33,14 +36,19 @@ def message_parser() -> Lark:
 
 
 @cache
+def anchor_terminals() -> tuple[tuple[str, str], ...]:
+    """(name, regular expression) of each anchor terminal (A_*): the words a message can start with."""
+    return tuple((t.name, t.pattern.to_regexp()) for t in message_parser().terminals if t.name.startswith("A_"))
+
+
 def anchor_patterns() -> tuple[str, ...]:
-    """The regular expressions of the anchor terminals (A_*): the words a message can start with."""
-    return tuple(t.pattern.to_regexp() for t in message_parser().terminals if t.name.startswith("A_"))
+    return tuple(pattern for _, pattern in anchor_terminals())
 
 
 @cache
 def anchor_regex() -> re.Pattern:
-    return re.compile("|".join(f"(?:{p})" for p in anchor_patterns()))
+    """All anchors in one pattern; the name of the group that matched is the anchor's terminal."""
+    return re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in anchor_terminals()))
 
 
 class Envelope:
@@ -90,9 +98,12 @@ def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
 
 def messages(body: str, parse=_lark_parse):
     """Yield (kind, values, text, args) for each message found in a line's body."""
-    position = 0
-    while (match := anchor_regex().search(body, position)) is not None:
-        start = match.start()
+    position, attempts = 0, 0
+    while (match := anchor_regex().search(body, position)) is not None and attempts < MAX_ANCHORS_PER_LINE:
+        start, attempts = match.start(), attempts + 1
+        if match.lastgroup in STRUCTURAL_ANCHORS and body[:start].strip():
+            position = start + 1
+            continue
         try:
             tree = parse(message_parser(), body[start:])
         except LarkError:
@@ -100,9 +111,6 @@ def messages(body: str, parse=_lark_parse):
             continue
         message, rest = tree.children[0], _rest(tree)
         kind = message.data if isinstance(message, Tree) else "unknown"
-        if kind in STRUCTURAL and body[:start].strip():
-            position = start + 1
-            continue
         parts = ToFacts().transform(message) or {}
         words = dict(parts.get("text", {}))
         if kind == "exception":
