@@ -200,6 +200,8 @@ class StreamEngine:
         for code, match in self._active.items():
             if code in self._recovered or match.rule.failure not in CLEARING_FAILURES or match.event.line >= stats.line:
                 continue
+            if match.event.kind == "stats" and _engine(match.event.fact) != _engine(stats):
+                continue  # one engine of several (data parallel) emptying its queue says nothing of the others
             reported = finding(match)
             message = (f"Cleared: KV cache usage {stats.values['kv_cache_usage_pct']:g}% and no request waiting, "
                        f"after the {reported.name} reported at line {reported.line}.")
@@ -208,3 +210,8 @@ class StreamEngine:
             out.append(StreamFinding(self.source, self._run.index, cleared, "recovery"))
             self._recovered.add(code)
         return out
+
+
+def _engine(stats: Fact) -> tuple[str | None, float | None]:
+    """Which engine a stats line is about, as the timeline tells engines apart."""
+    return stats.process, stats.values.get("engine")

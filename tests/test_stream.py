@@ -107,6 +107,15 @@ def test_no_recovery_while_requests_wait():
     assert [s.event for s in fed if s.finding.rule == "R103"] == ["finding"]
 
 
+def test_recovery_of_another_engine_clears_nothing():
+    # Data parallel: engine 001 idle while engine 000, which was preempting, has not been seen to recover.
+    lines = fixture_path("091").read_bytes().split(b"\n")
+    other_engine = lines[125].replace(b"Engine 000:", b"Engine 001:")
+    engine = StreamEngine("091")
+    fed = [f for raw in lines[:120] + [other_engine, lines[125]] for f in engine.feed_raw(raw)]
+    assert [(s.event, s.finding.line) for s in fed if s.finding.rule == "R103"] == [("finding", 120), ("recovery", 122)]
+
+
 def test_degradation_after_recovery_is_reported_again():
     lines = fixture_path("091").read_bytes().split(b"\n")
     engine = StreamEngine("091")
