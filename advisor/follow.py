@@ -18,6 +18,9 @@ POLL_SECONDS = 0.2
 # A traceback arrives in one burst; once the input has been quiet this long the run so far is judged whole,
 # so a fallback finding ("the engine failed to start") is not held until the log is closed, which may be never.
 QUIET_SECONDS = 1.0
+# Bytes of the end of what was read, compared with the file before each read: a log line carries a
+# timestamp or a counter within this many bytes, so a refilled file differs here.
+TRUNCATION_PROBE = 64
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,11 +90,12 @@ def file_chunks(path: str, from_start: bool, stop: threading.Event) -> Iterator[
 
     Rotation (rename, or remove, then create) leaves the writer appending to the old file until it
     reopens the name: the old file is read until the new one has data, then drained, then left.
-    Truncation in place (copytruncate) restarts at 0; bytes written between the copy and the
-    truncation, or more bytes than were read written right after it, cannot be told from the old ones.
+    Truncation in place (copytruncate) restarts at 0: seen as a file shorter than what was read, or,
+    when the writer refilled it past that point already, as other bytes where the last ones read were.
+    Bytes written between the copy and the truncation are in the copy only.
     """
     skip_existing = not from_start and os.path.exists(path)
-    handle, ends_line = None, True
+    handle, ends_line, last = None, True, b""  # last: the end of what was read from this file
     try:
         while not stop.is_set():
             if handle is None:
@@ -103,18 +107,22 @@ def file_chunks(path: str, from_start: bool, stop: threading.Event) -> Iterator[
                 if skip_existing:
                     handle.seek(0, os.SEEK_END)
                     skip_existing = False
-            chunk = handle.read(READ_CHUNK)
+                last = b""
+            rewritten = bool(last) and os.pread(handle.fileno(), len(last), handle.tell() - len(last)) != last
+            chunk = b"" if rewritten else handle.read(READ_CHUNK)
             if chunk:
-                ends_line = chunk.endswith(b"\n")
+                ends_line, last = chunk.endswith(b"\n"), chunk[-TRUNCATION_PROBE:]
                 yield chunk
                 continue
             opened, current = os.fstat(handle.fileno()), _stat(path)
-            if current is not None and (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino):
-                if current.st_size >= handle.tell():
-                    yield None
-                    stop.wait(POLL_SECONDS)
-                    continue
-                handle.seek(0)  # truncated in place
+            same = current is not None and (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino)
+            if rewritten or (same and current.st_size < handle.tell()):
+                handle.seek(0)  # truncated in place (copytruncate), maybe refilled already
+                last = b""
+            elif same:
+                yield None
+                stop.wait(POLL_SECONDS)
+                continue
             elif current is None or current.st_size == 0:  # moved or removed: the writer may not have reopened yet
                 yield None
                 stop.wait(POLL_SECONDS)

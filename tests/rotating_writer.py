@@ -5,7 +5,7 @@ new launch, a new run), and every EVERY lines rotates PATH the way MODE says:
 - rename: PATH -> PATH.N; a pause, then a few more lines to the old file (the logger reopens late, as
   after logrotate's rename and a later postrotate signal); then a new PATH;
 - remove: the same with PATH unlinked, and absent a while longer before it is created again;
-- truncate: copytruncate with the writer paused around it (what a copy-then-truncate can keep exact).
+- truncate: copytruncate, the writer paused before the copy (what a copy-then-truncate can keep exact).
 Opened in append mode, as logging.FileHandler does, so writes after a truncation go to the new end.
 """
 from __future__ import annotations
@@ -45,10 +45,9 @@ def main(path: str, mode: str, log: str, launches: int, every: int) -> None:
             time.sleep(PAUSE)  # the logger has not noticed: its next lines still go to the old file
             late = LATE_LINES
         else:
-            time.sleep(PAUSE)
+            time.sleep(PAUSE)  # lines written between the copy and the truncation would be in the copy only
             shutil.copyfile(path, f"{path}.{rotations}")
-            os.truncate(path, 0)
-            time.sleep(PAUSE)
+            os.truncate(path, 0)  # and the writer goes straight on
     out.close()
 
 

@@ -111,3 +111,18 @@ def test_from_end_reads_a_file_created_later_from_its_start(tmp_path):
         stop.set()
         thread.join(10)
     assert [json.loads(line)["line"] for line in out.getvalue().splitlines()] == [89]
+
+
+def test_truncated_and_refilled_past_the_read_point_restarts_at_zero(tmp_path):
+    # copytruncate, and the writer goes on at once with more than had been read: the size never looks
+    # smaller, only the bytes where reading stopped tell the file was emptied.
+    log = tmp_path / "vllm.log"
+    lines = io.BytesIO(fixture_path("088").read_bytes()).readlines()
+    before, after = b"".join(lines[:20]), b"".join(lines[20:60])
+    assert len(after) > len(before)
+    append(log, before)
+    chunks = file_chunks(str(log), True, threading.Event())
+    assert next(chunks) == before
+    os.truncate(log, 0)
+    append(log, after)
+    assert next(chunks) == after
