@@ -155,14 +155,19 @@ class StreamEngine:
 
     def _judge_line(self, number: int) -> list[StreamFinding]:
         run = self._run
-        run.events = place(run)
-        fresh = [e for e in run.events if e.line == number and e.kind not in END_OF_RUN_KINDS]
+        # Only rules that can fire on this line's kinds and are not reported yet: once a run's client
+        # errors are reported, a server answering many 404s costs no judgement per line.
+        kinds = {f.kind for f in run.facts if f.line == number}
         # A fallback ("the engine failed to start") is only right when nothing more specific follows, and
         # vLLM prints "EngineCore failed to start." before the traceback that names the cause: fallbacks
         # wait for the whole-run judgement at the end of the run, at finish() or at flush().
-        rules = tuple(r for r in self._rules
-                      if (r.code not in self._seen or r.code in self._recovered) and not r.fallback)
-        return self._settle(match_run(run, rules, fresh), final=False) if fresh and rules else []
+        rules = tuple(r for r in self._rules if (r.code not in self._seen or r.code in self._recovered)
+                      and not r.fallback and kinds.intersection(r.event))
+        if not rules:
+            return []
+        run.events = place(run)
+        fresh = [e for e in run.events if e.line == number and e.kind not in END_OF_RUN_KINDS]
+        return self._settle(match_run(run, rules, fresh), final=False) if fresh else []
 
     def _end_run(self) -> list[StreamFinding]:
         out = self.flush()
