@@ -30,6 +30,7 @@ def serving_blocks() -> tuple[bytes, list[bytes], int]:
 
     091 is a real vLLM 0.32 server under load; its 10 stats lines (lines 104-129) run from calm to a
     preemption at line 120 and back (line 126), so each pass through them is one finding and one recovery.
+    One access line per block is a 400 answer: a fact (R108, once), parsed every time, judged once.
     """
     log = fixture_path("091").read_bytes().split(b"\n")
     stats = [line for line in log[103:130] if b"Avg prompt throughput" in line]
@@ -41,6 +42,7 @@ def serving_blocks() -> tuple[bytes, list[bytes], int]:
         lines = [GENERATION.sub(b"generation throughput: %d.%d" % (300 + 7 * i, i % 10), stats[i % len(stats)])]
         lines += [PORT.sub(b":%d - " % (32768 + (i * STATS_EVERY + j) % 28000), access[(i + j) % len(access)])
                   for j in range(STATS_EVERY - 1)]
+        lines[STATS_EVERY // 2] = lines[STATS_EVERY // 2].replace(b'" 200 OK', b'" 400 Bad Request')
         blocks.append(b"\n".join(lines) + b"\n")
     return b"\n".join(log[:103]) + b"\n", blocks, len(stats)
 
@@ -68,5 +70,6 @@ def test_resident_memory_does_not_grow_with_lines():
     assert engine.lines_read == startup.count(b"\n") + LINES
     # Every line was still judged: each pass through 091's stats lines is one preemption and its recovery.
     passes = LINES // STATS_EVERY // stats_cycle
-    assert events == {("finding", "H101"): 1, ("finding", "R103"): passes, ("recovery", "R103"): passes}
+    assert events == {("finding", "H101"): 1, ("finding", "R108"): 1, ("finding", "R103"): passes,
+                      ("recovery", "R103"): passes}
     assert after_all - after_first < SLACK_KIB
