@@ -8,16 +8,19 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from . import metrics
-from .sources import MAX_LINE, READ_CHUNK
+from .sources import READ_CHUNK
 from .stream import StreamEngine, StreamFinding
 
 POLL_SECONDS = 0.2
 # A traceback arrives in one burst; once the input has been quiet this long the run so far is judged whole,
 # so a fallback finding ("the engine failed to start") is not held until the log is closed, which may be never.
 QUIET_SECONDS = 1.0
+# Bytes of the end of what was read, compared with the file before each read: a log line carries a
+# timestamp or a counter within this many bytes, so a refilled file differs here.
+TRUNCATION_PROBE = 64
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,7 +49,7 @@ def main(argv: list[str]) -> int:
     chunks = stdin_chunks(stop) if args.file == "-" else file_chunks(args.file, args.from_start, stop)
     engine = StreamEngine("<stdin>" if args.file == "-" else args.file)
     try:
-        follow(split_lines(chunks), engine, sys.stdout, fmt, counters)
+        follow(chunks, engine, sys.stdout, fmt, counters)
     except KeyboardInterrupt:  # the normal way to stop following a file: report what the last run shows
         emit(engine.finish(), sys.stdout, fmt)
     finally:
@@ -55,17 +58,17 @@ def main(argv: list[str]) -> int:
     return 1 if any(v.failure != "none" for v in engine.verdicts.values()) else 0
 
 
-def follow(records: Iterable[bytes | None], engine: StreamEngine, out: TextIO, fmt: str,
+def follow(chunks: Iterable[bytes | None], engine: StreamEngine, out: TextIO, fmt: str,
            counters: metrics.FollowCounters | None = None) -> None:
-    """Feed lines (None: nothing new yet) to the engine; write each finding as it comes; finish at the end."""
+    """Feed bytes (None: nothing new yet) to the engine; write each finding as it comes; finish at the end."""
     last_data, judged = time.monotonic(), True
-    for raw in records:
-        if raw is None:
+    for chunk in chunks:
+        if chunk is None:
             if judged or time.monotonic() - last_data < QUIET_SECONDS:
                 continue
             reported, judged = engine.flush(), True
         else:
-            reported, last_data, judged = engine.feed_raw(raw), time.monotonic(), False
+            reported, last_data, judged = engine.feed_bytes(chunk), time.monotonic(), False
         emit(reported, out, fmt)
         if counters is not None:
             counters.record(engine.lines_read, reported, engine.verdicts)
@@ -82,61 +85,74 @@ def emit(reported: list[StreamFinding], out: TextIO, fmt: str) -> None:
         out.flush()  # a shipper downstream must see each finding now, not when a buffer fills
 
 
-def split_lines(chunks: Iterable[bytes | None]) -> Iterator[bytes | None]:
-    """Complete lines out of chunks; None (no new data) passes through; a last unterminated line at the end."""
-    pending = b""
-    for chunk in chunks:
-        if chunk is None:
-            yield None
-            continue
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        yield from complete
-        pending = pending[:MAX_LINE]  # never buffer an endless line
-    if pending:
-        yield pending
-
-
 def file_chunks(path: str, from_start: bool, stop: threading.Event) -> Iterator[bytes | None]:
-    """The bytes appended to a path, reopened when it is replaced (rotation) and reread when it shrinks."""
-    handle, inode, first_open, ends_line = None, None, True, True
+    """Every byte written to a path, in order and once: across rotation, removal and truncation.
+
+    Rotation (rename, or remove, then create) leaves the writer appending to the old file until it
+    reopens the name: the old file is read until the new one has data, then drained, then left.
+    Truncation in place (copytruncate) restarts at 0: seen as a file shorter than what was read, or,
+    when the writer refilled it past that point already, as other bytes where the last ones read were.
+    Bytes written between the copy and the truncation are in the copy only.
+    """
+    skip_existing = not from_start and os.path.exists(path)
+    handle, ends_line, last = None, True, b""  # last: the end of what was read from this file
     try:
         while not stop.is_set():
             if handle is None:
-                try:
-                    handle = open(path, "rb")
-                except FileNotFoundError:  # not created yet, or between rotation steps
+                handle = _open(path)
+                if handle is None:  # not created yet
                     yield None
                     stop.wait(POLL_SECONDS)
                     continue
-                inode = os.fstat(handle.fileno()).st_ino
-                if first_open and not from_start:
+                if skip_existing:
                     handle.seek(0, os.SEEK_END)
-                first_open = False
-            chunk = handle.read(READ_CHUNK)
+                    skip_existing = False
+                last = b""
+            rewritten = bool(last) and os.pread(handle.fileno(), len(last), handle.tell() - len(last)) != last
+            chunk = b"" if rewritten else handle.read(READ_CHUNK)
             if chunk:
-                ends_line = chunk.endswith(b"\n")
+                ends_line, last = chunk.endswith(b"\n"), chunk[-TRUNCATION_PROBE:]
                 yield chunk
                 continue
-            try:
-                current = os.stat(path)
-            except FileNotFoundError:
-                current = None
-            if current is None or current.st_ino != inode:  # rotated: the old file is drained, go to the new
-                handle.close()
-                handle = None
-            elif current.st_size < handle.tell():  # truncated in place (copytruncate)
-                handle.seek(0)
-            else:
+            opened, current = os.fstat(handle.fileno()), _stat(path)
+            same = current is not None and (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino)
+            if rewritten or (same and current.st_size < handle.tell()):
+                handle.seek(0)  # truncated in place (copytruncate), maybe refilled already
+                last = b""
+            elif same:
                 yield None
                 stop.wait(POLL_SECONDS)
                 continue
+            elif current is None or current.st_size == 0:  # moved or removed: the writer may not have reopened yet
+                yield None
+                stop.wait(POLL_SECONDS)
+                continue
+            else:  # the writer has moved on to the new file: what it wrote to the old one is there by now
+                while chunk := handle.read(READ_CHUNK):
+                    ends_line = chunk.endswith(b"\n")
+                    yield chunk
+                handle.close()
+                handle = None
             if not ends_line:  # the old content's last line ends here, not in the new file's first
                 ends_line = True
                 yield b"\n"
     finally:
         if handle is not None:
             handle.close()
+
+
+def _open(path: str) -> BinaryIO | None:
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        return None
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
 
 
 def stdin_chunks(stop: threading.Event) -> Iterator[bytes | None]:

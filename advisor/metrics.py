@@ -19,12 +19,16 @@ class FollowCounters:
         self.lines_read = 0
         self.findings: Counter[tuple[str, str]] = Counter()
         self.retractions: Counter[tuple[str, str]] = Counter()
+        self.recoveries: Counter[str] = Counter()
         self.verdicts: dict[int, Verdict] = {}
 
     def record(self, lines_read: int, reported: list[StreamFinding], verdicts: dict[int, Verdict]) -> None:
         with self._lock:
             self.lines_read = lines_read
             for item in reported:
+                if item.event == "recovery":
+                    self.recoveries[item.finding.rule] += 1
+                    continue
                 key = (item.finding.rule, item.finding.severity)
                 (self.retractions if item.retracted else self.findings)[key] += 1
             self.verdicts = dict(verdicts)
@@ -42,6 +46,9 @@ class FollowCounters:
                     "# TYPE vllm_advisor_findings_retracted_total counter"]
             out += [f"vllm_advisor_findings_retracted_total{_labels(rule=r, severity=s)} {n}"
                     for (r, s), n in sorted(self.retractions.items())]
+            out += ["# HELP vllm_advisor_recoveries_total Reported degradations that cleared, by rule.",
+                    "# TYPE vllm_advisor_recoveries_total counter"]
+            out += [f"vllm_advisor_recoveries_total{_labels(rule=r)} {n}" for r, n in sorted(self.recoveries.items())]
             out += ["# HELP vllm_advisor_last_verdict The current verdict of each run (always 1).",
                     "# TYPE vllm_advisor_last_verdict gauge"]
             out += [f"vllm_advisor_last_verdict{_labels(run=str(run), phase=v.phase, failure=v.failure)} 1"

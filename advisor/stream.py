@@ -5,10 +5,11 @@ import json
 from dataclasses import dataclass
 
 from .facts import Fact
-from .grammar import parse_line
+from .prefilter import matcher
 from .report import Finding, Verdict, finding, verdict
 from .rules import Match, load_rules, match_run, without_superseded
-from .sources import Line, lines
+from .sources import MAX_LINE, Line, _segments, lines
+from .templates import FactTemplates
 from .timeline import Run, place, starts_new_run
 
 STREAM_SCHEMA = "vllm-advisor.finding/1"
@@ -19,6 +20,11 @@ KEEP_FIRST = 16
 KEEP_LAST = 16
 # A stub placed at the end of a run cut inside a traceback: only judged when the run ends.
 END_OF_RUN_KINDS = {"incomplete_traceback"}
+# Findings of a state that can end (the cache filled up, requests were preempted), and what a later stats
+# line must show for it to have ended: no request waiting and the cache clearly below the 90% that R103
+# flags, so a cache hovering at the threshold does not flap between finding and recovery.
+CLEARING_FAILURES = {"preemption", "kv_cache_saturated"}
+RECOVERED_BELOW_PCT = 80.0
 
 
 @dataclass(frozen=True)
@@ -28,18 +34,22 @@ class StreamFinding:
     source: str
     run: int
     finding: Finding
-    retracted: bool = False
+    event: str = "finding"  # finding | retraction | recovery
+
+    @property
+    def retracted(self) -> bool:
+        return self.event == "retraction"
 
     def to_dict(self) -> dict:
-        return {"schema": STREAM_SCHEMA, "event": "retraction" if self.retracted else "finding",
-                "source": self.source, "run": self.run, **self.finding.model_dump()}
+        return {"schema": STREAM_SCHEMA, "event": self.event, "source": self.source, "run": self.run,
+                **self.finding.model_dump()}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))
 
     def summary(self) -> str:
         f = self.finding
-        word = "RETRACTED " if self.retracted else ""
+        word = {"finding": "", "retraction": "RETRACTED ", "recovery": "RECOVERED "}[self.event]
         return f"{word}{f.severity.upper()} {f.rule} {f.name} [{self.source} run {self.run} line {f.line}] {f.message}"
 
 
@@ -50,18 +60,35 @@ class StreamEngine:
         self.source = source
         self.lines_read = 0
         self._last_number = 0
+        self._pending = b""  # feed_bytes: the start of a line whose end has not arrived
+        self._find_hits = matcher()
+        self._parse = FactTemplates().parse_line
         self.verdicts: dict[int, Verdict] = {}
         self._rules = load_rules()
         self._run = Run(0)
         self._active: dict[str, Match] = {}  # rule code -> the match reported and not retracted
         self._seen: set[str] = set()  # rule codes reported in the current run, retracted or not
+        self._recovered: set[str] = set()  # reported codes whose state has cleared since; they may come back
         self._final: list[StreamFinding] = []  # the settled findings of runs already ended
+
+    def feed_bytes(self, data: bytes) -> list[StreamFinding]:
+        """Bytes as read, cut anywhere; lines are numbered as the input numbers them.
+
+        One literal search over the whole chunk finds the lines that can carry a fact (the batch fast
+        path's prefilter): the others only count, with no Python work per line.
+        """
+        pending = self._pending + data
+        cut = pending.rfind(b"\n") + 1
+        self._pending = pending[cut:][:MAX_LINE]  # never buffer an endless line
+        return self._feed_block(pending[:cut]) if cut else []
 
     def feed_raw(self, raw: bytes | str) -> list[StreamFinding]:
         """One physical line as read (wrappers, colour codes, CR-redrawn segments), numbered in arrival order."""
         data = raw.encode("utf-8", errors="surrogateescape") if isinstance(raw, str) else raw
         number = self._last_number + 1
-        out = [f for segment in lines([data.rstrip(b"\n")]) for f in self.feed(Line(number, segment.text))]
+        out = []
+        if self._find_hits(data):
+            out = [f for segment in lines([data.rstrip(b"\n")]) for f in self.feed(Line(number, segment.text))]
         if self._last_number != number:  # an empty line still counts, so numbers match the file's
             self._last_number, self.lines_read = number, self.lines_read + 1
         return out
@@ -70,7 +97,22 @@ class StreamEngine:
         if line.number != self._last_number:  # CR-separated segments share their line's number
             self.lines_read += 1
             self._last_number = line.number
-        facts = parse_line(line.text, line.number)
+        return self._feed_facts(self._parse(line.text, line.number), line.number)
+
+    def _feed_block(self, block: bytes) -> list[StreamFinding]:
+        """Whole lines: parse the candidates, count the rest."""
+        out: list[StreamFinding] = []
+        first, number, position = self._last_number, self._last_number, 0
+        for start in sorted({block.rfind(b"\n", 0, hit) + 1 for hit in self._find_hits(block)}):
+            number += block.count(b"\n", position, start)
+            for line in _segments(number + 1, block[start:block.find(b"\n", start)]):
+                out += self._feed_facts(self._parse(line.text, line.number), line.number)
+            position = start
+        self._last_number = number + block.count(b"\n", position)
+        self.lines_read += self._last_number - first
+        return out
+
+    def _feed_facts(self, facts: list[Fact], number: int) -> list[StreamFinding]:
         if not facts:
             return []
         out: list[StreamFinding] = []
@@ -81,11 +123,13 @@ class StreamEngine:
             self._keep(fact)
         # Judge once per line, after all its facts: an error line often states the specific cause
         # and the exception together, and the specific rule must win over the fallback.
-        return out + self._judge_line(line.number)
+        return out + self._judge_line(number) + self._recoveries(facts)
 
     def finish(self) -> list[StreamFinding]:
         """End of input: judge the current run with everything known, as batch mode does."""
-        out = self._end_run() if self._run.facts else []
+        out = self._feed_block(self._pending + b"\n") if self._pending else []  # a last line without its newline
+        self._pending = b""
+        out += self._end_run() if self._run.facts else []
         self._run = Run(self._run.index + 1)
         return out
 
@@ -111,18 +155,24 @@ class StreamEngine:
 
     def _judge_line(self, number: int) -> list[StreamFinding]:
         run = self._run
-        run.events = place(run)
-        fresh = [e for e in run.events if e.line == number and e.kind not in END_OF_RUN_KINDS]
+        # Only rules that can fire on this line's kinds and are not reported yet: once a run's client
+        # errors are reported, a server answering many 404s costs no judgement per line.
+        kinds = {f.kind for f in run.facts if f.line == number}
         # A fallback ("the engine failed to start") is only right when nothing more specific follows, and
         # vLLM prints "EngineCore failed to start." before the traceback that names the cause: fallbacks
         # wait for the whole-run judgement at the end of the run, at finish() or at flush().
-        rules = tuple(r for r in self._rules if r.code not in self._seen and not r.fallback)
-        return self._settle(match_run(run, rules, fresh), final=False) if fresh and rules else []
+        rules = tuple(r for r in self._rules if (r.code not in self._seen or r.code in self._recovered)
+                      and not r.fallback and kinds.intersection(r.event))
+        if not rules:
+            return []
+        run.events = place(run)
+        fresh = [e for e in run.events if e.line == number and e.kind not in END_OF_RUN_KINDS]
+        return self._settle(match_run(run, rules, fresh), final=False) if fresh else []
 
     def _end_run(self) -> list[StreamFinding]:
         out = self.flush()
         self._final += [StreamFinding(self.source, self._run.index, finding(m)) for m in self._active.values()]
-        self._active, self._seen = {}, set()
+        self._active, self._seen, self._recovered = {}, set(), set()
         return out
 
     def _settle(self, matches: list[Match], final: bool) -> list[StreamFinding]:
@@ -133,11 +183,40 @@ class StreamEngine:
         """
         candidates = matches if final else list(self._active.values()) + matches
         kept = {m.rule.code: m for m in without_superseded(candidates)}
-        out = [StreamFinding(self.source, self._run.index, finding(m), retracted=True)
+        out = [StreamFinding(self.source, self._run.index, finding(m), "retraction")
                for code, m in self._active.items() if code not in kept]
+        # A state that cleared and came back is news again; the whole-run judgement only restates it.
+        again = set() if final else self._recovered & {m.rule.code for m in matches}
         out += [StreamFinding(self.source, self._run.index, finding(m))
-                for code, m in kept.items() if code not in self._seen]
+                for code, m in kept.items() if code not in self._seen or code in again]
         self._seen |= kept.keys()
+        self._recovered -= again
         self._active = kept
         self.verdicts[self._run.index] = verdict(self._run, list(kept.values()))
         return out
+
+    def _recoveries(self, facts: list[Fact]) -> list[StreamFinding]:
+        """A stats line showing no request waiting and room in the cache clears the reported degradations."""
+        stats = next((f for f in reversed(facts) if f.kind == "stats"), None)
+        if stats is None or stats.values.get("waiting_reqs", 1) > 0 \
+                or stats.values.get("kv_cache_usage_pct", 100.0) >= RECOVERED_BELOW_PCT:
+            return []
+        out = []
+        for code, match in self._active.items():
+            if code in self._recovered or match.rule.failure not in CLEARING_FAILURES or match.event.line >= stats.line:
+                continue
+            if match.event.kind == "stats" and _engine(match.event.fact) != _engine(stats):
+                continue  # one engine of several (data parallel) emptying its queue says nothing of the others
+            reported = finding(match)
+            message = (f"Cleared: KV cache usage {stats.values['kv_cache_usage_pct']:g}% and no request waiting, "
+                       f"after the {reported.name} reported at line {reported.line}.")
+            cleared = reported.model_copy(update={"line": stats.line, "severity": "info", "message": message,
+                                                  "remediations": []})
+            out.append(StreamFinding(self.source, self._run.index, cleared, "recovery"))
+            self._recovered.add(code)
+        return out
+
+
+def _engine(stats: Fact) -> tuple[str | None, float | None]:
+    """Which engine a stats line is about, as the timeline tells engines apart."""
+    return stats.process, stats.values.get("engine")

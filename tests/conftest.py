@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,9 @@ def fixture_line(name: str, number: int) -> str:
 @pytest.fixture
 def corpus():
     return corpus_cases()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -11,7 +11,7 @@ import time
 
 from conftest import fixture_path
 
-from advisor.follow import file_chunks, follow, split_lines
+from advisor.follow import file_chunks, follow
 from advisor.stream import StreamEngine
 
 
@@ -33,9 +33,9 @@ class Collected(io.StringIO):
         return False
 
 
-def start_following(path, stop: threading.Event) -> tuple[Collected, threading.Thread]:
+def start_following(path, stop: threading.Event, from_start: bool = True) -> tuple[Collected, threading.Thread]:
     out = Collected()
-    thread = threading.Thread(target=follow, args=(split_lines(file_chunks(str(path), True, stop)),
+    thread = threading.Thread(target=follow, args=(file_chunks(str(path), from_start, stop),
                                                    StreamEngine(str(path)), out, "ndjson"))
     thread.start()
     return out, thread
@@ -97,3 +97,32 @@ def test_quiet_input_gets_the_fallback_without_waiting_for_the_end(tmp_path):
     finally:
         stop.set()
         thread.join(10)
+
+
+def test_from_end_reads_a_file_created_later_from_its_start(tmp_path):
+    # --from-end skips what the file held when follow started; a file that did not exist yet held nothing.
+    log, stop = tmp_path / "vllm.log", threading.Event()
+    out, thread = start_following(log, stop, from_start=False)
+    try:
+        time.sleep(0.5)
+        append(log, fixture_path("088").read_bytes())
+        assert out.wait_for("S101"), out.getvalue()
+    finally:
+        stop.set()
+        thread.join(10)
+    assert [json.loads(line)["line"] for line in out.getvalue().splitlines()] == [89]
+
+
+def test_truncated_and_refilled_past_the_read_point_restarts_at_zero(tmp_path):
+    # copytruncate, and the writer goes on at once with more than had been read: the size never looks
+    # smaller, only the bytes where reading stopped tell the file was emptied.
+    log = tmp_path / "vllm.log"
+    lines = io.BytesIO(fixture_path("088").read_bytes()).readlines()
+    before, after = b"".join(lines[:20]), b"".join(lines[20:60])
+    assert len(after) > len(before)
+    append(log, before)
+    chunks = file_chunks(str(log), True, threading.Event())
+    assert next(chunks) == before
+    os.truncate(log, 0)
+    append(log, after)
+    assert next(chunks) == after

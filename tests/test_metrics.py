@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -12,7 +11,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from conftest import fixture_path
+from conftest import fixture_path, free_port
 
 from advisor.follow import follow
 from advisor.metrics import FollowCounters, serve
@@ -47,6 +46,7 @@ def test_counters_after_following_a_preempting_server(served):
     assert f"vllm_advisor_lines_read_total {len(lines)}\n" in text
     assert 'vllm_advisor_findings_total{rule="R103",severity="warning"} 1\n' in text
     assert 'vllm_advisor_findings_total{rule="H101",severity="info"} 1\n' in text
+    assert 'vllm_advisor_recoveries_total{rule="R103"} 1\n' in text  # line 126: 43.2% and none waiting
     assert 'vllm_advisor_last_verdict{run="0",phase="runtime",failure="preemption"} 1\n' in text
 
 
@@ -56,12 +56,6 @@ def test_loopback_by_default_and_only_metrics(served):
     with pytest.raises(urllib.error.HTTPError) as error:
         scrape(server, "/")
     assert error.value.code == 404
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_scraped_while_the_cli_follows_a_file():
