@@ -8,6 +8,8 @@ from .facts import Fact
 
 # A run starts with these; vLLM prints them once per launch.
 RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
+# A run that shows one of these is over: a marker or an engine config after it begins the next run.
+FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over (DESIGN.md, "Phase").
 READY_KINDS = {"ready", "stats"}
 # Signs that requests were being served, for excerpts that start after readiness.
@@ -93,24 +95,18 @@ class Run:
 def split_runs(facts: Iterable[Fact]) -> list[Run]:
     """Group facts into runs: a restart in the same file begins a new one."""
     runs = [Run(0)]
+    seen: set[str] = set()  # kinds of the current run, kept as we go: Run.kinds() per fact was quadratic
     for fact in facts:
         current = runs[-1]
-        if fact.kind in RUN_MARKERS and _finished_or_repeated(current, fact.kind):
+        finished = bool(seen & FINISHED_KINDS)
+        if (fact.kind in RUN_MARKERS and (finished or fact.kind in seen)) or (fact.kind == "engine_config" and finished):
             runs.append(current := Run(len(runs)))
-        elif fact.kind == "engine_config" and _finished(current):
-            runs.append(current := Run(len(runs)))
+            seen = set()
         current.facts.append(fact)
+        seen.add(fact.kind)
     for run in runs:
         run.events = place(run)
     return [run for run in runs if run.facts]
-
-
-def _finished(run: Run) -> bool:
-    return bool(run.kinds() & {"ready", "shutdown", "engine_start_failed"})
-
-
-def _finished_or_repeated(run: Run, kind: str) -> bool:
-    return _finished(run) or kind in run.kinds()
 
 
 def place(run: Run) -> list[Event]:
