@@ -117,7 +117,7 @@ class StreamEngine:
             return []
         out: list[StreamFinding] = []
         for fact in facts:
-            if self._run.facts and starts_new_run(self._run, fact):
+            if self._run.facts and starts_new_run(self._run.kinds(), fact):
                 out += self._end_run()
                 self._run = Run(self._run.index + 1)
             self._keep(fact)

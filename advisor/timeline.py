@@ -8,6 +8,8 @@ from .facts import Fact
 
 # A run starts with these; vLLM prints them once per launch.
 RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
+# A run that shows one of these is over: a marker or an engine config after it begins the next run.
+FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over (DESIGN.md, "Phase").
 READY_KINDS = {"ready", "stats"}
 # Signs that requests were being served, for excerpts that start after readiness.
@@ -93,29 +95,24 @@ class Run:
 def split_runs(facts: Iterable[Fact]) -> list[Run]:
     """Group facts into runs: a restart in the same file begins a new one."""
     runs = [Run(0)]
+    seen: set[str] = set()  # kinds of the current run, kept as we go: Run.kinds() per fact was quadratic
     for fact in facts:
-        current = runs[-1]
-        if starts_new_run(current, fact):
-            runs.append(current := Run(len(runs)))
-        current.facts.append(fact)
+        if starts_new_run(seen, fact):
+            runs.append(Run(len(runs)))
+            seen = set()
+        runs[-1].facts.append(fact)
+        seen.add(fact.kind)
     for run in runs:
         run.events = place(run)
     return [run for run in runs if run.facts]
 
 
-def starts_new_run(current: Run, fact: Fact) -> bool:
-    """Whether a fact is the first of a new launch rather than part of the current run."""
+def starts_new_run(kinds: set[str], fact: Fact) -> bool:
+    """Whether a fact begins a new launch, given the kinds of fact the current run has shown."""
+    finished = bool(kinds & FINISHED_KINDS)
     if fact.kind in RUN_MARKERS:
-        return _finished_or_repeated(current, fact.kind)
-    return fact.kind == "engine_config" and _finished(current)
-
-
-def _finished(run: Run) -> bool:
-    return bool(run.kinds() & {"ready", "shutdown", "engine_start_failed"})
-
-
-def _finished_or_repeated(run: Run, kind: str) -> bool:
-    return _finished(run) or kind in run.kinds()
+        return finished or fact.kind in kinds
+    return fact.kind == "engine_config" and finished
 
 
 def place(run: Run) -> list[Event]:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from advisor import sources
 from advisor.report import Report, analyze
+from advisor.reports import FORMATS, render
 from advisor.rules import RUNTIME_FAILURES, STARTUP_FAILURES
 
 PHASES = {"startup", "runtime", "healthy", "unknown"}
@@ -40,6 +41,8 @@ def check_report(report: Report, line_count: int) -> None:
     assert all(1 <= line <= line_count for line in cited), (cited, line_count)
     for value in list(report.facts.values()) + [v for e in report.events for v in e.values.values()]:
         assert math.isfinite(value), value
+    for output in FORMATS:  # every formatter must cope with whatever the report holds
+        assert render(output, [report])
     if report.command.original is not None:
         check_command(report.command.original)
     if report.command.corrected is not None:

@@ -96,6 +96,17 @@ def test_pathological_long_lines_take_linear_time(tmp_path):
     assert report["verdict"]["failure"] in ("none", "cuda_oom_runtime", "engine_startup_failed")
 
 
+def test_long_runtime_log_takes_linear_time(tmp_path):
+    # Days of a serving engine: one stats line every few seconds, restarts with their configs.
+    stats = next(line for line in fixture_path("091").read_bytes().splitlines(keepends=True) if b"throughput" in line)
+    config = next(line for line in BASE.splitlines(keepends=True) if b"with config:" in line)
+    path = tmp_path / "days.log"
+    path.write_bytes(stats * 20_000 + config * 5_000)
+    report, _, seconds = measured_cli(path)
+    assert seconds < 30, "rule matching or run splitting is quadratic again"
+    assert len(report["events"]) == 25_000
+
+
 @pytest.mark.parametrize("nested", [
     b"[" * 30_000 + b"]" * 30_000,  # under MAX_ARGS_TEXT: literal_eval itself must fail soft
     b"{'a': " * 5_000 + b"1" + b"}" * 5_000,

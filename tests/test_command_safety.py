@@ -120,7 +120,7 @@ def test_text_report_prints_the_exact_command_or_withholds_it():
         if command.shows_as_is(report.command.corrected):
             assert report.command.corrected in text
         else:  # a newline in the name would split the command across lines on screen
-            assert "not shown: it contains control or invisible characters" in text
+            assert "not shown: it holds control or invisible characters" in text
             assert report.command.corrected not in text
 
 

@@ -69,8 +69,8 @@ def write(out: Console, report: Report) -> None:
         if shows_as_is(report.command.corrected):
             out.print("  " + escape(report.command.corrected), soft_wrap=True)
         else:
-            out.print("  not shown: it contains control or invisible characters (from the log or --cmd) "
-                      "that a terminal would hide or reorder; see --format json")
+            # A terminal would hide or reorder such characters: what is seen is not what is pasted.
+            out.print("  not shown: it holds control or invisible characters; see --format json")
     for finding in findings:
         if finding is not top:
             out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "
