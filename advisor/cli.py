@@ -6,8 +6,9 @@ import os
 import sys
 
 from . import follow, scan, sources
-from .report import Report, build_report
-from .reports import FORMATS, render
+from .packed_report import packed_report
+from .report import Report
+from .reports import FORMATS, json_format, render
 from .rules import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -63,7 +64,10 @@ def analyze_files(argv: list[str]) -> int:
     args = analysis_parser().parse_args(argv)
     output = args.format or ("text" if sys.stdout.isatty() else "json")
     reports = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
-    sys.stdout.write(render(output, reports))
+    if output == "json":
+        json_format.write(reports, sys.stdout)
+    else:
+        sys.stdout.write(render(output, reports))
     sys.stdout.flush()
     return exit_code(reports, args.fail_on)
 
@@ -80,7 +84,7 @@ def analyze_one(path: str, user_command: str | None) -> Report:
     try:
         # The fast path: same facts as report.analyze(sources.lines(...)), found by a literal prefilter.
         facts = scan.scan_chunks(sources.read_chunks(path))
-        return build_report(facts, sources.display_name(path), user_command)
+        return packed_report(facts, sources.display_name(path), user_command)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:

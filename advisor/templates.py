@@ -86,7 +86,7 @@ class FactTemplates:
         self.trees = TemplateCache()
         self.recipes: dict[str, _Recipe | None] = {}
 
-    def parse_line(self, text: str, line: int) -> list[Fact]:
+    def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
         if BYPASS.search(text):
             return parse_line(text, line, self.trees.parse)
         key = text.translate(DIGITS_TO_ZERO)
@@ -123,21 +123,56 @@ class FactTemplates:
 
 
 class _Recipe:
-    __slots__ = ("facts", "sources")
+    __slots__ = ("facts", "sources", "names", "processes")
 
     def __init__(self, facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]]):
         self.facts, self.sources = facts, sources
+        self.names = [tuple(fact.values) for fact in facts]
+        self.processes: dict[str, str] = {}  # one string per process tag, not one per line
 
-    def apply(self, text: str, line: int) -> list[Fact]:
+    def apply(self, text: str, line: int) -> list[PackedFact]:
         out = []
         for index, fact in enumerate(self.facts):
-            values = {name: number(text[slice(*self.sources[index, name])]) if (index, name) in self.sources
-                      else value for name, value in fact.values.items()}
-            update = {"line": line, "values": values}
+            numbers = tuple(number(text[slice(*self.sources[index, name])]) if (index, name) in self.sources
+                            else value for name, value in fact.values.items())
+            process = fact.process
             if (index, PROCESS) in self.sources:
-                update["process"] = text[slice(*self.sources[index, PROCESS])]
-            out.append(fact.model_copy(update=update))
+                process = text[slice(*self.sources[index, PROCESS])]
+                process = self.processes.setdefault(process, process)
+            out.append(PackedFact(fact, self.names[index], line, numbers, process))
         return out
+
+
+class PackedFact:
+    """A Fact read by a recipe, kept as its template, line and numbers: a day of stats lines fits in
+    little memory. It reads like a Fact (values are rebuilt on each access) and equals the Fact it stands for."""
+
+    __slots__ = ("template", "names", "line", "numbers", "process")
+
+    def __init__(self, template: Fact, names: tuple[str, ...], line: int, numbers: tuple, process: str | None):
+        self.template, self.names, self.line, self.numbers, self.process = template, names, line, numbers, process
+
+    kind = property(lambda self: self.template.kind)
+    text = property(lambda self: self.template.text)
+    args = property(lambda self: self.template.args)
+    level = property(lambda self: self.template.level)
+
+    @property
+    def values(self) -> dict:
+        return dict(zip(self.names, self.numbers))
+
+    def as_fact(self) -> Fact:
+        return self.template.model_copy(update={"line": self.line, "values": self.values, "process": self.process})
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedFact):
+            other = other.as_fact()
+        return self.as_fact() == other if isinstance(other, Fact) else NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Packed{self.as_fact()!r}"
 
 
 def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, str]] | None:

@@ -33,7 +33,7 @@ STAGE_BY_FUNCTION = {
 }
 
 
-@dataclass
+@dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
 class Event:
     """A fact placed in time: the run phase when it happened and, for failures, the stage."""
 
