@@ -134,7 +134,7 @@ def run_context(run: Run) -> dict[str, Any]:
 
 
 def context_for(run: Run, event: Event, run_values: dict[str, Any],
-                whole_run: dict[str, Any] | None = None) -> dict[str, Any]:
+                whole_run: dict[str, Any] | None = None, derive=arithmetic) -> dict[str, Any]:
     """Names a rule may use: the run's launch arguments (arg_*) and last values, the event's own
     values and words, its kind, level, phase and stage, and the arithmetic derived from them all."""
     whole_run = whole_run or run_context(run)
@@ -150,32 +150,94 @@ def context_for(run: Run, event: Event, run_values: dict[str, Any],
                  exception=event.fact.text.get("type", ""),
                  root_cause=whole_run["root_cause"] if first_exception is not None and first_exception <= event.line else None,
                  shutting_down=shutdown_line is not None and event.line >= shutdown_line)
-    names.update(arithmetic(names))
+    names.update(derive(names))
     return names
 
 
+class RememberedArithmetic:
+    """remedies.arithmetic for a run's events, computed again only when a name it read has changed.
+
+    Exact because arithmetic is a pure function of the names it reads (through get and []):
+    the stats lines of a run change none of them, so a day of stats lines costs one computation.
+    """
+
+    def __init__(self) -> None:
+        self.result: dict[str, Any] | None = None
+        self.names: tuple[str, ...] = ()
+        self.values: tuple[Any, ...] = ()
+        self.types: tuple[type, ...] = ()
+
+    def __call__(self, names: dict[str, Any]) -> dict[str, Any]:
+        if self.result is not None:
+            now = tuple([names.get(name, _ABSENT) for name in self.names])
+            # Types too: 1 and 1.0 are equal but print differently in a message.
+            if now == self.values and tuple(map(type, now)) == self.types:
+                return self.result
+        reading = _Reading(names)
+        self.result = arithmetic(reading)
+        self.names, self.values = tuple(reading.read), tuple(reading.read.values())
+        self.types = tuple(map(type, self.values))
+        return self.result
+
+
+_ABSENT = object()
+
+
+class _Reading(dict):
+    """A dict that notes every name read from it, and what it held (_ABSENT when nothing)."""
+
+    def __init__(self, names: dict[str, Any]):
+        super().__init__(names)
+        self.read: dict[str, Any] = {}
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.read[name] = super().get(name, _ABSENT)
+        return default if value is _ABSENT else value
+
+    def __getitem__(self, name: str) -> Any:
+        self.read[name] = value = super().__getitem__(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        self.read[name] = super().get(name, _ABSENT)
+        return super().__contains__(name)
+
+
 def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = None) -> list[Match]:
-    """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it."""
+    """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it.
+
+    Events are walked once: an event's context is built only when a rule still waiting for its
+    kind is left, and shared by those rules (per rule and event, stats lines cost seconds).
+    """
     run_values = run.last_values()
     whole_run = run_context(run)
-    running = [e.fact.values["running_reqs"] for e in run.events if "running_reqs" in e.fact.values]
+    running = [value for e in run.events if (value := e.fact.values.get("running_reqs")) is not None]
     if running:
         run_values["peak_running_reqs"] = max(running)
-    matches = []
-    for rule in rules:
-        for event in run.events if events is None else events:
-            if event.kind not in rule.event:
-                continue
-            context = context_for(run, event, run_values, whole_run)
+    waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules that look at it, in rule order
+    for index, rule in enumerate(rules):
+        for kind in dict.fromkeys(rule.event):
+            waiting.setdefault(kind, []).append(index)
+    found: dict[int, Match] = {}
+    done: set[int] = set()
+    derive = RememberedArithmetic()
+    for event in run.events if events is None else events:
+        candidates = [index for index in waiting.get(event.kind, ()) if index not in done]
+        if not candidates:
+            continue
+        context = context_for(run, event, run_values, whole_run, derive)
+        for index in candidates:
+            rule = rules[index]
             try:
                 fired = evaluate(rule.when, context)
             except Exception:  # a broken rule must not sink the analysis
                 log.exception("rule %s failed on line %d", rule.code, event.line)
-                break
+                done.add(index)
+                continue
             if fired:
-                matches.append(Match(rule=rule, event=event, context=context))
-                break
-    return without_superseded(matches)
+                found[index] = Match(rule=rule, event=event, context=context)
+                done.add(index)
+    return without_superseded([found[index] for index in sorted(found)])
 
 
 def without_superseded(matches: list[Match]) -> list[Match]:

@@ -147,12 +147,12 @@ class PackedFact:
     """A Fact read by a recipe, kept as its template, line and numbers: a day of stats lines fits in
     little memory. It reads like a Fact (values are rebuilt on each access) and equals the Fact it stands for."""
 
-    __slots__ = ("template", "names", "line", "numbers", "process")
+    __slots__ = ("template", "kind", "names", "line", "numbers", "process")
 
     def __init__(self, template: Fact, names: tuple[str, ...], line: int, numbers: tuple, process: str | None):
-        self.template, self.names, self.line, self.numbers, self.process = template, names, line, numbers, process
+        self.template, self.kind, self.names = template, template.kind, names
+        self.line, self.numbers, self.process = line, numbers, process
 
-    kind = property(lambda self: self.template.kind)
     text = property(lambda self: self.template.text)
     args = property(lambda self: self.template.args)
     level = property(lambda self: self.template.level)
