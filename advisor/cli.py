@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from . import follow, scan, sources
+from . import scan, sources
 from .packed_report import packed_report
 from .report import Report
 from .reports import FORMATS, json_format, render
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow.main}
+            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream}
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
     except InputError as error:
@@ -83,7 +83,7 @@ def exit_code(reports: list[Report], fail_on: str | None) -> int:
 def analyze_one(path: str, user_command: str | None) -> Report:
     try:
         # The fast path: same facts as report.analyze(sources.lines(...)), found by a literal prefilter.
-        facts = scan.scan_chunks(sources.read_chunks(path))
+        facts = scan.scan_file(path)
         return packed_report(facts, sources.display_name(path), user_command)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
@@ -108,6 +108,12 @@ def explain(argv: list[str]) -> int:
     for reference in rule.references:
         print(f"see: {reference}")
     return EXIT_OK
+
+
+def follow_stream(argv: list[str]) -> int:
+    from . import follow  # its server and metrics imports would slow every one-shot analysis
+
+    return follow.main(argv)
 
 
 def verify(argv: list[str]) -> int:

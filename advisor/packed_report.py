@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
 
 from .facts import Fact, Number
 from .report import PLUMBING, EventOut, Report, summarize
+from .templates import PackedFact
 
 # Kinds and value names that JSON writes without escapes. An event with another name, or with a
 # number whose repr() is not pydantic's text for it (see _plain_number), is written by pydantic.
@@ -49,7 +51,7 @@ class PackedReport(Report):
         before, after = head.split(EMPTY_EVENTS)
         yield before + '\n  "events": [\n'
         for start in range(0, len(facts), BATCH):
-            batch = ",\n".join(event_json(f.line, f.kind, f.values) for f in facts[start:start + BATCH])
+            batch = ",\n".join(event_json(f.line, f.kind, *_names_and_numbers(f)) for f in facts[start:start + BATCH])
             yield batch + (",\n" if start + BATCH < len(facts) else "")
         yield "\n  ],\n" + after
 
@@ -60,16 +62,28 @@ def packed_report(facts: list[Fact], source: str, user_command: str | None = Non
     return report
 
 
-def event_json(line: int, kind: str, values: dict[str, Number]) -> str:
+def event_json(line: int, kind: str, names: tuple[str, ...], numbers: tuple[Number, ...]) -> str:
     """One event as Report.to_json() writes it in the events list, four spaces in."""
-    if not (PLAIN_NAME.match(kind) and all(PLAIN_NAME.match(n) and _plain_number(v) for n, v in values.items())):
-        text = EventOut(line=line, kind=kind, values=values).model_dump_json(indent=2)
+    template = _template(kind, names)
+    if template is None or not all(map(_plain_number, numbers)):
+        text = EventOut(line=line, kind=kind, values=dict(zip(names, numbers))).model_dump_json(indent=2)
         return "    " + text.replace("\n", "\n    ")
-    if values:
-        body = "{\n" + ",\n".join(f'        "{name}": {value!r}' for name, value in values.items()) + "\n      }"
-    else:
-        body = "{}"
-    return f'    {{\n      "line": {line},\n      "kind": "{kind}",\n      "values": {body}\n    }}'
+    return template % (line, *numbers)
+
+
+@cache
+def _template(kind: str, names: tuple[str, ...]) -> str | None:
+    """The %-template of an event of this kind with these value names; None when a name needs escapes."""
+    if not PLAIN_NAME.match(kind) or not all(map(PLAIN_NAME.match, names)):
+        return None
+    values = "{\n" + ",\n".join(f'        "{name}": %r' for name in names) + "\n      }" if names else "{}"
+    return f'    {{\n      "line": %d,\n      "kind": "{kind}",\n      "values": {values}\n    }}'
+
+
+def _names_and_numbers(fact: Fact | PackedFact) -> tuple[tuple[str, ...], tuple[Number, ...]]:
+    if isinstance(fact, PackedFact):  # no dict to build
+        return fact.names, fact.numbers
+    return tuple(fact.values), tuple(fact.values.values())
 
 
 def _plain_number(value: object) -> bool:

@@ -130,5 +130,5 @@ def test_stats_lines_are_read_by_recipe():
     learned = templates.FactTemplates()
     for line in sources.lines(sources.read_chunks(str(path))):
         learned.parse_line(line.text, line.number)
-    stats_keys = [key for key in learned.recipes if "Avg prompt throughput" in key]
+    stats_keys = [key for key in learned.recipes if b"Avg prompt throughput" in key]
     assert stats_keys and all(learned.recipes[key] for key in stats_keys)
