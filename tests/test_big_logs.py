@@ -1,0 +1,143 @@
+"""Big logs: two processes, packed facts and the written report give the plain path's results."""
+from __future__ import annotations
+
+import gzip
+import pickle
+import sys
+import tracemalloc
+
+import pytest
+
+from advisor import scan, sources
+from advisor.cli import main
+from advisor.packed_report import PackedReport, event_json, packed_report
+from advisor.report import EventOut, analyze, parse
+from advisor.reports import json_format
+from advisor.rules import RememberedArithmetic
+from advisor.templates import FactTemplates, PackedFact
+
+from conftest import FIXTURES, ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from generate_log import generate  # noqa: E402
+
+LOGS = sorted(FIXTURES.rglob("*.log"))
+
+
+@pytest.fixture(scope="module")
+def generated_log(tmp_path_factory):
+    return generate(tmp_path_factory.mktemp("big") / "generated.log", 3 << 20)
+
+
+def plain_facts(path):
+    return parse(sources.lines(sources.read_chunks(str(path))))
+
+
+@pytest.fixture
+def always_split(monkeypatch):
+    monkeypatch.setattr(scan, "SPLIT_AT", 1)
+
+
+def test_two_halves_give_the_facts_of_one_pass(generated_log, always_split):
+    assert scan.scan_file(str(generated_log)) == plain_facts(generated_log)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+def test_two_halves_of_every_fixture(path, always_split):
+    # Small files split anywhere: at a traceback, a CR-redrawn progress bar, a journald record.
+    assert scan.scan_file(str(path)) == plain_facts(path)
+
+
+def test_gzip_and_small_files_use_one_process(generated_log, tmp_path, monkeypatch):
+    packed = tmp_path / "generated.log.gz"
+    packed.write_bytes(gzip.compress(generated_log.read_bytes()))
+    monkeypatch.setattr(scan, "SPLIT_AT", 1)
+    monkeypatch.setattr(scan.multiprocessing, "get_context", None)  # any attempt to fork fails
+    assert scan.scan_file(str(packed)) == plain_facts(generated_log)
+    monkeypatch.setattr(scan, "SPLIT_AT", 1 << 40)
+    assert scan.scan_file(str(generated_log)) == plain_facts(generated_log)
+
+
+def test_an_error_in_the_second_half_reaches_the_caller(generated_log, always_split, monkeypatch):
+    def broken(*args):
+        raise ValueError("second half")
+    monkeypatch.setattr(scan, "scan_chunks", lambda chunks, engine=None, lines_before=0:
+                        broken() if lines_before else [])
+    with pytest.raises(ValueError, match="second half"):
+        scan.scan_file(str(generated_log))
+
+
+def test_cli_json_is_the_plain_report(generated_log, always_split, capsys):
+    assert main(["--format", "json", str(generated_log)]) == 1  # the generated log ends in a failure
+    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), str(generated_log))
+    assert capsys.readouterr().out == plain.to_json() + "\n"
+
+
+def test_several_reports_make_the_same_array(generated_log):
+    path = next(FIXTURES.glob("corpus/091-*.log"))
+    packed = [packed_report(scan.scan_file(str(p)), p.name) for p in (path, generated_log)]
+    plain = [analyze(sources.lines(sources.read_chunks(str(p))), p.name) for p in (path, generated_log)]
+    assert json_format.render(packed) == json_format.render(plain)
+
+
+@pytest.mark.parametrize("values", [
+    {}, {"a": 1}, {"a": 0.0, "b": -0.0, "c": 1e-4, "d": 9.99e-5, "e": 1e-7, "f": 1e15, "g": 1e16, "h": 1e17},
+    {"inf": float("inf"), "nan": float("nan")}, {"big": 10**20, "neg": -3, "third": 1 / 3},
+    {"caf\u00e9_value": 1.5}, {'quote"d': 2}, {"tab\tname": 3},
+], ids=str)
+def test_event_text_is_pydantics(values):
+    expected = "    " + EventOut(line=7, kind="stats", values=values).model_dump_json(indent=2).replace("\n", "\n    ")
+    assert event_json(7, "stats", tuple(values), tuple(values.values())) == expected
+
+
+def test_packed_report_reads_like_a_report(generated_log):
+    report = packed_report(scan.scan_file(str(generated_log)), "log")
+    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), "log")
+    assert isinstance(report, PackedReport) and len(report.events) == len(plain.events)
+    assert report.events[5] == plain.events[5] and report.events[-3:] == plain.events[-3:]
+    assert list(report.events) == plain.events
+
+
+def test_stats_facts_are_packed_and_pickle(generated_log):
+    facts = scan.scan_file(str(generated_log))
+    stats = [fact for fact in facts if fact.kind == "stats"]
+    assert stats and all(isinstance(fact, PackedFact) for fact in stats)
+    assert pickle.loads(pickle.dumps(stats)) == stats
+
+
+def test_memory_per_stats_line_stays_small(tmp_path):
+    # What makes a 4 GB log (176,000 stats lines) fit in 200 MB: a stats line kept for the report
+    # costs about 300 bytes (plus the one-time caches and free lists counted here); as pydantic
+    # facts and events it cost about 2,700.
+    log = generate(tmp_path / "24M.log", 24 << 20)
+    scan.scan_file(str(log))  # grammars, rules and matcher loaded outside the measure
+    tracemalloc.start()
+    try:
+        facts = scan.scan_file(str(log))
+        report = packed_report(facts, "log")
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    stats = sum(fact.kind == "stats" for fact in facts)
+    assert stats > 1000 and size / stats < 1000, (size, stats)
+    assert len(report.events) > stats
+
+
+def test_arithmetic_is_recomputed_when_a_name_it_read_changes():
+    derive = RememberedArithmetic()
+    assert derive({"gpu_memory_utilization": 0.9})["next_utilization"] == 0.92
+    assert derive({"gpu_memory_utilization": 0.9, "running_reqs": 3})["next_utilization"] == 0.92
+    assert derive({"gpu_memory_utilization": 0.8})["next_utilization"] == 0.82
+    assert derive({"swap_space_gib": 4})["doubled_swap_space"] == 8
+    assert derive({"swap_space_gib": 4.0})["doubled_swap_space"] == 8
+    assert "next_utilization" in derive({}) and derive({"tensor_parallel_size": 2})["doubled_tp"] == 4
+
+
+def test_recipe_facts_equal_parsed_facts():
+    line = ("(APIServer pid=12646) INFO 11-01 00:00:20 [loggers.py:335] Engine 001: Avg prompt throughput: "
+            "105.8 tokens/s, Avg generation throughput: 1314.6 tokens/s, Running: 5 reqs, Waiting: 6 reqs, "
+            "GPU KV cache usage: 59.3%, Prefix cache hit rate: 55.3%")
+    learned = FactTemplates()
+    learned.parse_line(line, 1)
+    other = line.replace("105.8", "917.2").replace("pid=12646", "pid=99999")
+    assert learned.parse_line(other, 9) == parse(sources.text_lines("\n" * 8 + other))
