@@ -10,7 +10,7 @@ from . import sources
 from .facts import Fact
 from .prefilter import matcher
 from .sources import MAX_LINE, _segments
-from .templates import FactTemplates
+from .templates import FactTemplates, PackedFact
 
 # Bytes scanned at a time: large enough that per-block overhead vanishes, small enough to bound memory.
 BLOCK = 4 << 20
@@ -22,7 +22,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def scan_file(path: str, engine: str | None = None) -> list[Fact]:
     """scan_chunks of a file's bytes (or stdin's for '-'). A big plain file is scanned in two halves
-    at once, the second by a forked process that first counts the newlines before it."""
+    at once, the second by a forked process; its line numbers count from the middle until the
+    first half's newlines are known."""
     size = _plain_file_size(path)
     if size < SPLIT_AT or "fork" not in multiprocessing.get_all_start_methods():
         return scan_chunks(sources.read_chunks(path), engine)
@@ -33,7 +34,7 @@ def scan_file(path: str, engine: str | None = None) -> list[Fact]:
     child.start()
     sender.close()
     try:
-        first = scan_chunks(_read(path, 0, middle), engine)
+        first, lines = _scan_lines(_read(path, 0, middle), engine)
         second = receiver.recv()
     except EOFError:  # the child died without a word (killed): say so, not "cannot read"
         raise RuntimeError(f"the process scanning the second half of {path} died") from None
@@ -41,16 +42,21 @@ def scan_file(path: str, engine: str | None = None) -> list[Fact]:
         child.join()
     if isinstance(second, BaseException):
         raise second
-    return first + second
+    return first + [_moved_down(fact, lines) for fact in second]
 
 
 def _scan_second_half(path: str, middle: int, engine: str | None, sender) -> None:
     try:
-        lines_before = sum(block.count(b"\n") for block in _read(path, 0, middle))
-        result = scan_chunks(_read(path, middle, None), engine, lines_before)
+        result = scan_chunks(_read(path, middle, None), engine)
     except BaseException as error:  # the parent raises it, as if it had scanned this half itself
         result = error
     sender.send(result)
+
+
+def _moved_down(fact: Fact | PackedFact, lines: int) -> Fact | PackedFact:
+    if isinstance(fact, PackedFact):
+        return PackedFact(fact.template, fact.names, fact.line + lines, fact.numbers, fact.process)
+    return fact.model_copy(update={"line": fact.line + lines})
 
 
 def _plain_file_size(path: str) -> int:
@@ -76,22 +82,30 @@ def _next_line_start(path: str, offset: int) -> int:
     return offset
 
 
-def _read(path: str, start: int, end: int | None) -> Iterator[bytes]:
-    """The bytes from `start` to `end` (to the end of the file for None), in blocks of BLOCK."""
+def _read(path: str, start: int, end: int | None) -> Iterator[bytes | bytearray]:
+    """The bytes from `start` to `end` (the file's end for None), a BLOCK at a time, read into one
+    reused buffer: a fresh 4 MB buffer per read costs more in page faults than the read itself.
+    A full block is that buffer, so a caller keeps nothing of it past the next block."""
+    block = bytearray(BLOCK)
+    view = memoryview(block)
     with open(path, "rb") as stream:
         stream.seek(start)
         position = start
         while end is None or position < end:
-            block = stream.read(BLOCK if end is None else min(BLOCK, end - position))
-            if not block:
+            size = stream.readinto(view[:BLOCK if end is None else min(BLOCK, end - position)])
+            if not size:
                 return
-            position += len(block)
-            yield block
+            position += size
+            yield block if size == BLOCK else bytes(view[:size])
 
 
-def scan_chunks(chunks: Iterable[bytes], engine: str | None = None, lines_before: int = 0) -> list[Fact]:
-    """Every fact of every line, in order: the same list as report.parse(sources.lines(chunks)),
-    with line numbers counted from `lines_before`.
+def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact]:
+    """Every fact of every line, in order: the same list as report.parse(sources.lines(chunks))."""
+    return _scan_lines(chunks, engine)[0]
+
+
+def _scan_lines(chunks: Iterable[bytes], engine: str | None) -> tuple[list[Fact], int]:
+    """The facts of scan_chunks and the number of newlines in the chunks.
 
     A line with no anchor literal has no anchor after cleaning either, so it can state no fact:
     skipping it is exact. Line numbers come from counting newlines up to each candidate.
@@ -99,7 +113,7 @@ def scan_chunks(chunks: Iterable[bytes], engine: str | None = None, lines_before
     find_hits = matcher(engine)
     parse = FactTemplates().parse_line
     facts: list[Fact] = []
-    number = lines_before  # newlines before the start of `pending`
+    number = 0  # newlines before the start of `pending`
     pending = b""
     for block in _blocks(chunks):
         first = block.find(b"\n") + 1
@@ -114,7 +128,7 @@ def scan_chunks(chunks: Iterable[bytes], engine: str | None = None, lines_before
         pending = block[last:last + MAX_LINE]
     if pending:
         _scan(pending, 0, None, number, find_hits, parse, facts)
-    return facts
+    return facts, number
 
 
 def _blocks(chunks: Iterable[bytes]) -> Iterable[bytes]:

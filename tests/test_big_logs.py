@@ -61,8 +61,7 @@ def test_gzip_and_small_files_use_one_process(generated_log, tmp_path, monkeypat
 def test_an_error_in_the_second_half_reaches_the_caller(generated_log, always_split, monkeypatch):
     def broken(*args):
         raise ValueError("second half")
-    monkeypatch.setattr(scan, "scan_chunks", lambda chunks, engine=None, lines_before=0:
-                        broken() if lines_before else [])
+    monkeypatch.setattr(scan, "scan_chunks", lambda chunks, engine=None: broken())
     with pytest.raises(ValueError, match="second half"):
         scan.scan_file(str(generated_log))
 
