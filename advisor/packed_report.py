@@ -43,7 +43,7 @@ class PackedReport(Report):
         return "".join(self.json_parts())
 
     def json_parts(self) -> Iterator[str]:
-        head = self.model_copy(update={"events": []}).model_dump_json(by_alias=True, indent=2)
+        head = self.as_report([]).model_dump_json(by_alias=True, indent=2)
         facts = self.events.facts
         if not facts:
             yield head
@@ -54,6 +54,18 @@ class PackedReport(Report):
             batch = ",\n".join(event_json(f.line, f.kind, *_names_and_numbers(f)) for f in facts[start:start + BATCH])
             yield batch + (",\n" if start + BATCH < len(facts) else "")
         yield "\n  ],\n" + after
+
+    def as_report(self, events: list[EventOut] | None = None) -> Report:
+        """This report as a plain Report, with these events (default: all of them, made into a list)."""
+        fields = {**self.__dict__, "events": list(self.events) if events is None else events}
+        return Report.model_construct(self.model_fields_set, **fields)
+
+    # Whoever wants the whole report as data gets the plain Report's, events and all.
+    def model_dump(self, **options):
+        return self.as_report().model_dump(**options)
+
+    def model_dump_json(self, **options):
+        return self.as_report().model_dump_json(**options)
 
 
 def packed_report(facts: list[Fact], source: str, user_command: str | None = None) -> PackedReport:

@@ -95,6 +95,8 @@ def test_packed_report_reads_like_a_report(generated_log):
     assert isinstance(report, PackedReport) and len(report.events) == len(plain.events)
     assert report.events[5] == plain.events[5] and report.events[-3:] == plain.events[-3:]
     assert list(report.events) == plain.events
+    assert report.model_dump(by_alias=True) == plain.model_dump(by_alias=True)
+    assert report.model_dump_json(by_alias=True, indent=2) == report.to_json() == plain.to_json()
 
 
 def test_stats_facts_are_packed_and_pickle(generated_log):
