@@ -8,8 +8,9 @@ import tracemalloc
 
 import pytest
 
-from advisor import scan, sources
+from advisor import scan, sources, templates
 from advisor.cli import main
+from advisor.grammar import anchor_regex, parse_line
 from advisor.packed_report import PackedReport, event_json, packed_report
 from advisor.report import EventOut, analyze, parse
 from advisor.reports import json_format
@@ -142,3 +143,19 @@ def test_recipe_facts_equal_parsed_facts():
     learned.parse_line(line, 1)
     other = line.replace("105.8", "917.2").replace("pid=12646", "pid=99999")
     assert learned.parse_line(other, 9) == parse(sources.text_lines("\n" * 8 + other))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+def test_one_probe_learns_what_a_probe_per_number_learns(path):
+    # The quick way to learn a template must agree with the careful one wherever it gives an answer.
+    learned = FactTemplates()
+    for line in {line.text: line for line in sources.lines(sources.read_chunks(str(path)))}.values():
+        if not anchor_regex().search(line.text) or templates.BYPASS.search(line.text):
+            continue
+        facts = parse_line(line.text, 0, learned.trees.parse)
+        spans = [span.span() for span in templates.NUMBER_SPAN.finditer(line.text)]
+        quick = templates._learn_at_once(line.text, facts, spans, learned.trees.parse)
+        if quick is not None:
+            careful = learned._learn_one_by_one(line.text, facts, spans)
+            assert careful is not None, line.text
+            assert (quick.plans, quick.process_spans) == (careful.plans, careful.process_spans), line.text
