@@ -14,41 +14,55 @@ from .templates import FactTemplates, PackedFact
 
 # Bytes scanned at a time: large enough that per-block overhead vanishes, small enough to bound memory.
 BLOCK = 4 << 20
-# From this size on a file is scanned by two processes, one per half: below it, starting the
-# second process costs more than it saves.
-SPLIT_AT = 32 << 20
+# A plain file is cut into parts of at least this size, one per usable core, each scanned by a
+# process of its own: below it, starting a process costs more than it saves.
+PART_MIN = 16 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 
 
 def scan_file(path: str, engine: str | None = None) -> list[Fact]:
-    """scan_chunks of a file's bytes (or stdin's for '-'). A big plain file is scanned in two halves
-    at once, the second by a forked process; its line numbers count from the middle until the
-    first half's newlines are known."""
+    """scan_chunks of a file's bytes (or stdin's for '-').
+
+    A big plain file is cut at line starts into parts scanned at once: the first by this process,
+    the others by forked ones, whose line numbers count from their part's start until the
+    newlines of the parts before are known.
+    """
     size = _plain_file_size(path)
-    if size < SPLIT_AT or "fork" not in multiprocessing.get_all_start_methods():
+    parts = min(len(os.sched_getaffinity(0)), size // PART_MIN)
+    if parts < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return scan_chunks(sources.read_chunks(path), engine)
-    middle = _next_line_start(path, size // 2)
+    starts = [0]
+    for index in range(1, parts):  # a line longer than a part leaves the parts after it empty
+        starts.append(max(starts[-1], _next_line_start(path, size * index // parts)))
     context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_scan_second_half, args=(path, middle, engine, sender), daemon=True)
-    child.start()
-    sender.close()
+    children = []
+    for start, end in zip(starts[1:], starts[2:] + [None]):
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(target=_scan_part, args=(path, start, end, engine, sender), daemon=True)
+        child.start()
+        sender.close()
+        children.append((child, receiver))
     try:
-        first, lines = _scan_lines(_read(path, 0, middle), engine)
-        second = receiver.recv()
-    except EOFError:  # the child died without a word (killed): say so, not "cannot read"
-        raise RuntimeError(f"the process scanning the second half of {path} died") from None
+        facts, lines = _scan_lines(_read(path, 0, starts[1]), engine)
+        for child, receiver in children:
+            part = receiver.recv()
+            if isinstance(part, BaseException):
+                raise part
+            facts += [_moved_down(fact, lines) for fact in part[0]]
+            lines += part[1]
+    except EOFError:  # a child died without a word (killed): say so, not "cannot read"
+        raise RuntimeError(f"a process scanning part of {path} died") from None
     finally:
-        child.join()
-    if isinstance(second, BaseException):
-        raise second
-    return first + [_moved_down(fact, lines) for fact in second]
+        for child, _ in children:
+            child.kill()  # a no-op for those that sent their part; an error leaves none behind
+            child.join()
+    return facts
 
 
-def _scan_second_half(path: str, middle: int, engine: str | None, sender) -> None:
+def _scan_part(path: str, start: int, end: int | None, engine: str | None, sender) -> None:
     try:
-        result = scan_chunks(_read(path, middle, None), engine)
-    except BaseException as error:  # the parent raises it, as if it had scanned this half itself
+        result = _scan_lines(_read(path, start, end), engine)
+    except BaseException as error:  # the parent raises it, as if it had scanned this part itself
         result = error
     sender.send(result)
 

@@ -34,36 +34,53 @@ def plain_facts(path):
     return parse(sources.lines(sources.read_chunks(str(path))))
 
 
+def split_in(parts: int, monkeypatch) -> None:
+    """Make scan_file cut any file into this many parts, whatever the cores and the size."""
+    monkeypatch.setattr(scan, "PART_MIN", 1)
+    monkeypatch.setattr(scan.os, "sched_getaffinity", lambda pid: set(range(parts)))
+
+
 @pytest.fixture
 def always_split(monkeypatch):
-    monkeypatch.setattr(scan, "SPLIT_AT", 1)
+    split_in(2, monkeypatch)
 
 
-def test_two_halves_give_the_facts_of_one_pass(generated_log, always_split):
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_parts_give_the_facts_of_one_pass(generated_log, parts, monkeypatch):
+    split_in(parts, monkeypatch)
     assert scan.scan_file(str(generated_log)) == plain_facts(generated_log)
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
-def test_two_halves_of_every_fixture(path, always_split):
-    # Small files split anywhere: at a traceback, a CR-redrawn progress bar, a journald record.
+def test_parts_of_every_fixture(path, monkeypatch):
+    # Small files cut anywhere: in a traceback, a CR-redrawn progress bar, a journald record; some parts empty.
+    split_in(5, monkeypatch)
     assert scan.scan_file(str(path)) == plain_facts(path)
 
 
 def test_gzip_and_small_files_use_one_process(generated_log, tmp_path, monkeypatch):
     packed = tmp_path / "generated.log.gz"
     packed.write_bytes(gzip.compress(generated_log.read_bytes()))
-    monkeypatch.setattr(scan, "SPLIT_AT", 1)
+    split_in(2, monkeypatch)
     monkeypatch.setattr(scan.multiprocessing, "get_context", None)  # any attempt to fork fails
     assert scan.scan_file(str(packed)) == plain_facts(generated_log)
-    monkeypatch.setattr(scan, "SPLIT_AT", 1 << 40)
+    monkeypatch.setattr(scan, "PART_MIN", 1 << 40)
     assert scan.scan_file(str(generated_log)) == plain_facts(generated_log)
 
 
-def test_an_error_in_the_second_half_reaches_the_caller(generated_log, always_split, monkeypatch):
-    def broken(*args):
-        raise ValueError("second half")
-    monkeypatch.setattr(scan, "scan_chunks", lambda chunks, engine=None: broken())
-    with pytest.raises(ValueError, match="second half"):
+def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
+    split_in(3, monkeypatch)
+    scan_lines = scan._scan_lines
+
+    def broken_after_the_first_part(chunks, engine):
+        chunks = iter(chunks)
+        first = next(chunks)
+        if first[:len(head)] != head:
+            raise ValueError("a later part")
+        return scan_lines([first, *chunks], engine)
+    head = generated_log.read_bytes()[:100]
+    monkeypatch.setattr(scan, "_scan_lines", broken_after_the_first_part)
+    with pytest.raises(ValueError, match="a later part"):
         scan.scan_file(str(generated_log))
 
 
