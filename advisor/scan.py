@@ -28,7 +28,7 @@ def scan_file(path: str, engine: str | None = None) -> list[Fact]:
     newlines of the parts before are known.
     """
     size = _plain_file_size(path)
-    parts = min(len(os.sched_getaffinity(0)), size // PART_MIN)
+    parts = min(_usable_cores(), size // PART_MIN)
     if parts < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return scan_chunks(sources.read_chunks(path), engine)
     starts = [0]
@@ -57,6 +57,13 @@ def scan_file(path: str, engine: str | None = None) -> list[Fact]:
             child.kill()  # a no-op for those that sent their part; an error leaves none behind
             child.join()
     return facts
+
+
+def _usable_cores() -> int:
+    # The cores this process may run on (a container or taskset may allow fewer than the machine has).
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _scan_part(path: str, start: int, end: int | None, engine: str | None, sender) -> None:

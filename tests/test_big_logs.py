@@ -37,7 +37,7 @@ def plain_facts(path):
 def split_in(parts: int, monkeypatch) -> None:
     """Make scan_file cut any file into this many parts, whatever the cores and the size."""
     monkeypatch.setattr(scan, "PART_MIN", 1)
-    monkeypatch.setattr(scan.os, "sched_getaffinity", lambda pid: set(range(parts)))
+    monkeypatch.setattr(scan, "_usable_cores", lambda: parts)
 
 
 @pytest.fixture
