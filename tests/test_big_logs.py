@@ -13,7 +13,7 @@ from advisor.cli import main
 from advisor.grammar import anchor_regex, parse_line
 from advisor.packed_report import PackedReport, event_json, packed_report
 from advisor.report import EventOut, analyze, parse
-from advisor.reports import json_format
+from advisor.reports import FORMATS, json_format, render
 from advisor.rules import RememberedArithmetic
 from advisor.templates import FactTemplates, PackedFact
 
@@ -176,3 +176,10 @@ def test_one_probe_learns_what_a_probe_per_number_learns(path):
             careful = learned._learn_one_by_one(line.text, facts, spans)
             assert careful is not None, line.text
             assert (quick.plans, quick.process_spans) == (careful.plans, careful.process_spans), line.text
+
+
+@pytest.mark.parametrize("output", sorted(FORMATS))
+def test_every_format_of_a_packed_report_is_the_plain_one(generated_log, output):
+    packed = packed_report(scan.scan_file(str(generated_log)), "generated.log")
+    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), "generated.log")
+    assert render(output, [packed]) == render(output, [plain])
