@@ -34,6 +34,16 @@ def plain_facts(path):
     return parse(sources.lines(sources.read_chunks(str(path))))
 
 
+@pytest.fixture(scope="module")
+def generated_facts(generated_log):
+    return plain_facts(generated_log)
+
+
+@pytest.fixture(scope="module")
+def generated_report(generated_log):
+    return analyze(sources.lines(sources.read_chunks(str(generated_log))), "generated.log")
+
+
 def split_in(parts: int, monkeypatch) -> None:
     """Make scan_file cut any file into this many parts, whatever the cores and the size."""
     monkeypatch.setattr(scan, "PART_MIN", 1)
@@ -46,9 +56,9 @@ def always_split(monkeypatch):
 
 
 @pytest.mark.parametrize("parts", [2, 3, 7])
-def test_parts_give_the_facts_of_one_pass(generated_log, parts, monkeypatch):
+def test_parts_give_the_facts_of_one_pass(generated_log, generated_facts, parts, monkeypatch):
     split_in(parts, monkeypatch)
-    assert scan.scan_file(str(generated_log)) == plain_facts(generated_log)
+    assert scan.scan_file(str(generated_log)) == generated_facts
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
@@ -58,14 +68,14 @@ def test_parts_of_every_fixture(path, monkeypatch):
     assert scan.scan_file(str(path)) == plain_facts(path)
 
 
-def test_gzip_and_small_files_use_one_process(generated_log, tmp_path, monkeypatch):
+def test_gzip_and_small_files_use_one_process(generated_log, generated_facts, tmp_path, monkeypatch):
     packed = tmp_path / "generated.log.gz"
     packed.write_bytes(gzip.compress(generated_log.read_bytes()))
     split_in(2, monkeypatch)
     monkeypatch.setattr(scan.multiprocessing, "get_context", None)  # any attempt to fork fails
-    assert scan.scan_file(str(packed)) == plain_facts(generated_log)
+    assert scan.scan_file(str(packed)) == generated_facts
     monkeypatch.setattr(scan, "PART_MIN", 1 << 40)
-    assert scan.scan_file(str(generated_log)) == plain_facts(generated_log)
+    assert scan.scan_file(str(generated_log)) == generated_facts
 
 
 def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
@@ -107,9 +117,9 @@ def test_event_text_is_pydantics(values):
     assert event_json(7, "stats", tuple(values), tuple(values.values())) == expected
 
 
-def test_packed_report_reads_like_a_report(generated_log):
-    report = packed_report(scan.scan_file(str(generated_log)), "log")
-    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), "log")
+def test_packed_report_reads_like_a_report(generated_log, generated_report):
+    report = packed_report(scan.scan_file(str(generated_log)), "generated.log")
+    plain = generated_report
     assert isinstance(report, PackedReport) and len(report.events) == len(plain.events)
     assert report.events[5] == plain.events[5] and report.events[-3:] == plain.events[-3:]
     assert list(report.events) == plain.events
@@ -179,7 +189,6 @@ def test_one_probe_learns_what_a_probe_per_number_learns(path):
 
 
 @pytest.mark.parametrize("output", sorted(FORMATS))
-def test_every_format_of_a_packed_report_is_the_plain_one(generated_log, output):
+def test_every_format_of_a_packed_report_is_the_plain_one(generated_log, generated_report, output):
     packed = packed_report(scan.scan_file(str(generated_log)), "generated.log")
-    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), "generated.log")
-    assert render(output, [packed]) == render(output, [plain])
+    assert render(output, [packed]) == render(output, [generated_report])
