@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .expressions import ExpressionError, compile_expression, evaluate
 from .grammar import data_dir
 from .remedies import arithmetic
+from .remembered import RememberedArithmetic, RememberedCondition
 from .timeline import Event, Run
 
 log = logging.getLogger(__name__)
@@ -154,55 +155,6 @@ def context_for(run: Run, event: Event, run_values: dict[str, Any],
     return names
 
 
-class RememberedArithmetic:
-    """remedies.arithmetic for a run's events, computed again only when a name it read has changed.
-
-    Exact because arithmetic is a pure function of the names it reads (through get and []):
-    the stats lines of a run change none of them, so a day of stats lines costs one computation.
-    """
-
-    def __init__(self) -> None:
-        self.result: dict[str, Any] | None = None
-        self.names: tuple[str, ...] = ()
-        self.values: tuple[Any, ...] = ()
-        self.types: tuple[type, ...] = ()
-
-    def __call__(self, names: dict[str, Any]) -> dict[str, Any]:
-        if self.result is not None:
-            now = tuple([names.get(name, _ABSENT) for name in self.names])
-            # Types too: 1 and 1.0 are equal but print differently in a message.
-            if now == self.values and tuple(map(type, now)) == self.types:
-                return self.result
-        reading = _Reading(names)
-        self.result = arithmetic(reading)
-        self.names, self.values = tuple(reading.read), tuple(reading.read.values())
-        self.types = tuple(map(type, self.values))
-        return self.result
-
-
-_ABSENT = object()
-
-
-class _Reading(dict):
-    """A dict that notes every name read from it, and what it held (_ABSENT when nothing)."""
-
-    def __init__(self, names: dict[str, Any]):
-        super().__init__(names)
-        self.read: dict[str, Any] = {}
-
-    def get(self, name: str, default: Any = None) -> Any:
-        value = self.read[name] = super().get(name, _ABSENT)
-        return default if value is _ABSENT else value
-
-    def __getitem__(self, name: str) -> Any:
-        self.read[name] = value = super().__getitem__(name)
-        return value
-
-    def __contains__(self, name: object) -> bool:
-        self.read[name] = super().get(name, _ABSENT)
-        return super().__contains__(name)
-
-
 def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = None) -> list[Match]:
     """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it.
 
@@ -221,6 +173,7 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
     found: dict[int, Match] = {}
     done: set[int] = set()
     derive = RememberedArithmetic()
+    conditions = [RememberedCondition(rule.when) for rule in rules]
     for event in run.events if events is None else events:
         candidates = [index for index in waiting.get(event.kind, ()) if index not in done]
         if not candidates:
@@ -229,7 +182,7 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
         for index in candidates:
             rule = rules[index]
             try:
-                fired = evaluate(rule.when, context)
+                fired = conditions[index](context)
             except Exception:  # a broken rule must not sink the analysis
                 log.exception("rule %s failed on line %d", rule.code, event.line)
                 done.add(index)

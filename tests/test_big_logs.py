@@ -14,7 +14,7 @@ from advisor.grammar import anchor_regex, parse_line
 from advisor.packed_report import PackedReport, event_json, packed_report
 from advisor.report import EventOut, analyze, parse
 from advisor.reports import FORMATS, json_format, render
-from advisor.rules import RememberedArithmetic
+from advisor.remembered import RememberedArithmetic, RememberedCondition
 from advisor.templates import FactTemplates, PackedFact
 
 from conftest import FIXTURES, ROOT
@@ -160,6 +160,15 @@ def test_arithmetic_is_recomputed_when_a_name_it_read_changes():
     assert derive({"swap_space_gib": 4})["doubled_swap_space"] == 8
     assert derive({"swap_space_gib": 4.0})["doubled_swap_space"] == 8
     assert "next_utilization" in derive({}) and derive({"tensor_parallel_size": 2})["doubled_tp"] == 4
+
+
+def test_remembered_condition_tells_types_and_lists_apart():
+    condition = RememberedCondition("str(running_reqs) == '1' and 'stats' in kinds")
+    assert condition({"running_reqs": 1, "kinds": ["stats"]}) is True
+    assert condition({"running_reqs": 1.0, "kinds": ["stats"]}) is False  # 1 == 1.0, but prints '1.0'
+    assert condition({"running_reqs": 1, "kinds": []}) is False  # a list is no key: evaluated each time
+    quick = RememberedCondition("kv_cache_usage_pct >= 95")
+    assert [quick({"kv_cache_usage_pct": v}) for v in (96.0, 90.0, 96.0, None)] == [True, False, True, False]
 
 
 def test_recipe_facts_equal_parsed_facts():
