@@ -76,12 +76,13 @@ SHIFT_DIGITS = str.maketrans("0123456789", "1234567890")
 class FactTemplates:
     """parse_line for repeated line shapes: learn once which number in the line is which fact value.
 
-    For a new template the line is parsed, then parsed again once per number with only that
-    number's digits changed (cheap: the tree cache serves those parses). A value that follows
-    exactly one number as `number()` reads it is re-read from that place in later lines; when
-    anything else moves (words, kinds, a value tied to two numbers), the template keeps
-    parsing every line. Lines of one template share the tree shape (see TemplateCache), so the
-    facts differ only in these values and the line number.
+    For a new template the line is parsed, then parsed again with every digit changed, and when
+    that leaves any doubt, once per number with only that number's digits changed (cheap: the
+    tree cache serves those parses). A value that follows exactly one number as `number()` reads
+    it is re-read from that place in later lines, into a PackedFact; when anything else moves
+    (words, kinds, a value tied to two numbers), the template keeps parsing every line. Lines of
+    one template share the tree shape (see TemplateCache), so the facts differ only in these
+    values and the line number.
     """
 
     def __init__(self) -> None:
