@@ -201,3 +201,23 @@ def test_one_probe_learns_what_a_probe_per_number_learns(path):
 def test_every_format_of_a_packed_report_is_the_plain_one(generated_log, generated_report, output):
     packed = packed_report(scan.scan_file(str(generated_log)), "generated.log")
     assert render(output, [packed]) == render(output, [generated_report])
+
+
+@pytest.mark.parametrize("tail", [b"", b"\n", b"\r\n", b"\n\n\n"])
+@pytest.mark.parametrize("parts", [2, 3])
+def test_odd_shapes_split_like_one_pass(tmp_path, monkeypatch, tail, parts):
+    # A line longer than MAX_LINE (anchors before and after the cut) across the middle, bare CRs,
+    # blank lines, and no newline at the end.
+    stats = next(FIXTURES.glob("corpus/091-*.log")).read_bytes()
+    long_line = b"x" * 1000 + b" CUDA out of memory. " + b"y" * (sources.MAX_LINE + 5000) + b"Traceback"
+    data = stats + long_line + b"\n" + b"progress\rINFO: Shutting down\r\n" * 50 + b"\n" * 10 + stats
+    log = tmp_path / "odd.log"
+    log.write_bytes(data.rstrip(b"\r\n") + tail)
+    split_in(parts, monkeypatch)
+    assert scan.scan_file(str(log)) == plain_facts(log)
+
+
+def test_empty_file(tmp_path, always_split):
+    log = tmp_path / "empty.log"
+    log.write_bytes(b"")
+    assert scan.scan_file(str(log)) == []
