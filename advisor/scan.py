@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 
 from . import sources
 from .facts import Fact
+from .grammar import anchor_regex, envelope_parser, message_parser
 from .prefilter import matcher
 from .sources import MAX_LINE, _segments
 from .templates import FactTemplates, PackedFact
@@ -34,6 +35,8 @@ def scan_file(path: str, engine: str | None = None) -> list[Fact]:
     starts = [0]
     for index in range(1, parts):  # a line longer than a part leaves the parts after it empty
         starts.append(max(starts[-1], _next_line_start(path, size * index // parts)))
+    # Built once here, before the forks, rather than once in every process.
+    matcher(engine), message_parser(), envelope_parser(), anchor_regex()
     context = multiprocessing.get_context("fork")
     children = []
     for start, end in zip(starts[1:], starts[2:] + [None]):
