@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from functools import cache
 from typing import Any
 
@@ -9,6 +10,7 @@ from .expressions import compile_expression, evaluate
 from .remedies import arithmetic
 
 _ABSENT = object()
+NEGATIVE_ZERO = "-0.0"
 MAX_REMEMBERED = 4096  # outcomes kept per condition: a run of ever-new values just clears and refills
 
 
@@ -28,13 +30,12 @@ class RememberedArithmetic:
     def __call__(self, names: dict[str, Any]) -> dict[str, Any]:
         if self.result is not None:
             now = tuple([names.get(name, _ABSENT) for name in self.names])
-            # Types too: 1 and 1.0 are equal but print differently in a message.
-            if now == self.values and tuple(map(type, now)) == self.types:
+            if now == self.values and kinds(now) == self.types:
                 return self.result
         reading = _Reading(names)
         self.result = arithmetic(reading)
         self.names, self.values = tuple(reading.read), tuple(reading.read.values())
-        self.types = tuple(map(type, self.values))
+        self.types = kinds(self.values)
         return self.result
 
 
@@ -59,7 +60,7 @@ class _Reading(dict):
 
 
 class RememberedCondition:
-    """evaluate(when, context), remembered by the values (and types) of the names `when` reads.
+    """evaluate(when, context), remembered by the values (and kinds) of the names `when` reads.
 
     Exact because an expression reads the context only through its names: stats lines that repeat
     those values (the same kind, no preemptions, the same cache usage) repeat the outcome.
@@ -71,7 +72,7 @@ class RememberedCondition:
 
     def __call__(self, context: dict[str, Any]) -> Any:
         values = tuple([context.get(name) for name in self.names])
-        key = (values, tuple(map(type, values)))
+        key = (values, kinds(values))
         try:
             return self.outcomes[key]
         except KeyError:
@@ -88,3 +89,10 @@ class RememberedCondition:
 def names_read(expression: str) -> tuple[str, ...]:
     """Every name an expression reads (called function names too: harmless in a key)."""
     return tuple(sorted({node.id for node in ast.walk(compile_expression(expression)) if isinstance(node, ast.Name)}))
+
+
+def kinds(values: tuple) -> tuple:
+    """What equal values must share to act alike: 1 and 1.0 are equal but print differently, and
+    so do 0.0 and -0.0 (NaN equals nothing, so it is never remembered)."""
+    return tuple([NEGATIVE_ZERO if type(value) is float and not value and math.copysign(1.0, value) < 0
+                  else type(value) for value in values])

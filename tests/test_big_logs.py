@@ -160,6 +160,8 @@ def test_arithmetic_is_recomputed_when_a_name_it_read_changes():
     assert derive({"swap_space_gib": 4})["doubled_swap_space"] == 8
     assert derive({"swap_space_gib": 4.0})["doubled_swap_space"] == 8
     assert "next_utilization" in derive({}) and derive({"tensor_parallel_size": 2})["doubled_tp"] == 4
+    assert str(derive({"free_gpu_gib": 0.0, "total_gpu_gib": 8.0})["free_fraction"]) == "0.0"
+    assert str(derive({"free_gpu_gib": -0.0, "total_gpu_gib": 8.0})["free_fraction"]) == "-0.0"
 
 
 def test_remembered_condition_tells_types_and_lists_apart():
@@ -167,6 +169,8 @@ def test_remembered_condition_tells_types_and_lists_apart():
     assert condition({"running_reqs": 1, "kinds": ["stats"]}) is True
     assert condition({"running_reqs": 1.0, "kinds": ["stats"]}) is False  # 1 == 1.0, but prints '1.0'
     assert condition({"running_reqs": 1, "kinds": []}) is False  # a list is no key: evaluated each time
+    signed = RememberedCondition("str(x) == '-0.0'")
+    assert [signed({"x": 0.0}), signed({"x": -0.0}), signed({"x": 0.0})] == [False, True, False]
     quick = RememberedCondition("kv_cache_usage_pct >= 95")
     assert [quick({"kv_cache_usage_pct": v}) for v in (96.0, 90.0, 96.0, None)] == [True, False, True, False]
 
