@@ -5,10 +5,11 @@ import argparse
 import os
 import sys
 
-from . import follow, scan, sources
+from . import scan, sources
 from .command import CommandError
-from .report import Report, build_report
-from .reports import FORMATS, render
+from .packed_report import packed_report
+from .report import Report
+from .reports import FORMATS, json_format, render
 from .rules import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow.main}
+            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream}
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
     except (InputError, CommandError) as error:
@@ -80,7 +81,10 @@ def analyze_files(argv: list[str]) -> int:
     output = args.format or ("text" if sys.stdout.isatty() else "json")
     reports = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
     try:
-        sys.stdout.write(render(output, reports))
+        if output == "json":
+            json_format.write(reports, sys.stdout)
+        else:
+            sys.stdout.write(render(output, reports))
         sys.stdout.flush()
     except BrokenPipeError:
         raise
@@ -101,8 +105,8 @@ def exit_code(reports: list[Report], fail_on: str | None) -> int:
 def analyze_one(path: str, user_command: str | None) -> Report:
     try:
         # The fast path: same facts as report.analyze(sources.lines(...)), found by a literal prefilter.
-        facts = scan.scan_chunks(sources.read_chunks(path))
-        return build_report(facts, sources.display_name(path), user_command)
+        facts = scan.scan_file(path)
+        return packed_report(facts, sources.display_name(path), user_command)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -126,6 +130,12 @@ def explain(argv: list[str]) -> int:
     for reference in rule.references:
         print(f"see: {reference}")
     return EXIT_OK
+
+
+def follow_stream(argv: list[str]) -> int:
+    from . import follow  # its server and metrics imports would slow every one-shot analysis
+
+    return follow.main(argv)
 
 
 def verify(argv: list[str]) -> int:

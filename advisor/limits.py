@@ -13,22 +13,36 @@ OUTER_FRAMES = 200
 INNER_FRAMES = 200
 
 
+class TracebackBound:
+    """Leaves out the middle of each over-long traceback (per process), one fact at a time."""
+
+    def __init__(self) -> None:
+        self.counted: dict[str | None, int] = {}
+        self.inner: dict[str | None, deque[Fact]] = {}
+
+    def add(self, fact: Fact) -> Iterator[Fact]:
+        """The facts to keep now: this one, or nothing while inner frames are held back."""
+        if fact.kind == "frame":
+            self.counted[fact.process] = self.counted.get(fact.process, 0) + 1
+            if self.counted[fact.process] > OUTER_FRAMES:
+                # Held back until something else comes; a full deque forgets its oldest frame.
+                self.inner.setdefault(fact.process, deque(maxlen=INNER_FRAMES)).append(fact)
+                return
+        else:
+            self.counted.pop(fact.process, None)
+        yield from _flush(self.inner)
+        yield fact
+
+    def finish(self) -> Iterator[Fact]:
+        yield from _flush(self.inner)
+
+
 def bounded_tracebacks(facts: Iterable[Fact]) -> Iterator[Fact]:
     """The facts in order, with the middle of each over-long traceback (per process) left out."""
-    counted: dict[str | None, int] = {}
-    inner: dict[str | None, deque[Fact]] = {}
+    bound = TracebackBound()
     for fact in facts:
-        if fact.kind == "frame":
-            counted[fact.process] = counted.get(fact.process, 0) + 1
-            if counted[fact.process] > OUTER_FRAMES:
-                # Held back until something else is yielded; a full deque forgets its oldest frame.
-                inner.setdefault(fact.process, deque(maxlen=INNER_FRAMES)).append(fact)
-                continue
-        else:
-            counted.pop(fact.process, None)
-        yield from _flush(inner)
-        yield fact
-    yield from _flush(inner)
+        yield from bound.add(fact)
+    yield from bound.finish()
 
 
 def _flush(inner: dict[str | None, deque[Fact]]) -> Iterator[Fact]:

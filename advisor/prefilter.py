@@ -118,12 +118,32 @@ ENGINES: dict[str, Callable[[tuple[bytes, ...]], Matcher]] = {
 
 @cache
 def matcher(engine: str | None = None) -> Matcher:
-    """The named engine, or the fastest one that imports here."""
-    if engine is not None:
-        return ENGINES[engine](anchor_literals())
-    for build in ENGINES.values():
+    """The named engine, or the fastest one that imports here, for the literals of two bytes or more;
+    single bytes (ESC, NUL) are found by bytes.find, at memchr speed."""
+    literals = anchor_literals()
+    longer = tuple(literal for literal in literals if len(literal) > 1)
+    builds = [ENGINES[engine]] if engine is not None else list(ENGINES.values())
+    for build in builds:
         try:
-            return build(anchor_literals())
+            return _with_bytes(build(longer), [literal for literal in literals if len(literal) == 1])
         except ImportError:
             continue
     raise AssertionError("the find engine needs no import")
+
+
+def _with_bytes(find_longer: Matcher, single_bytes: list[bytes]) -> Matcher:
+    # A one-byte literal makes the multi-literal engines several times slower over the whole buffer,
+    # and these bytes (ESC, NUL) are rare: memchr finds that a block holds none almost for free.
+    # In a coloured log they are on every line: one hit per line is enough.
+    def offsets(buffer: bytes) -> list[int]:
+        hits = find_longer(buffer)
+        for byte in single_bytes:
+            hit = buffer.find(byte)
+            while hit >= 0:
+                hits.append(hit)
+                end = buffer.find(b"\n", hit)
+                if end < 0:
+                    break
+                hit = buffer.find(byte, end + 1)
+        return hits
+    return offsets

@@ -1,7 +1,7 @@
 """The report contract (vllm-advisor.report/1) and the analysis that fills it from lines."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -71,6 +71,10 @@ class Report(BaseModel):
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
 
+    def json_parts(self) -> Iterator[str]:
+        """The JSON text in pieces, to write a big report without holding it whole."""
+        yield self.to_json()
+
     @property
     def failed(self) -> bool:
         return self.verdict.failure != "none"
@@ -87,17 +91,23 @@ def analyze(lines: Iterable[Line], source: str, user_command: str | None = None)
 
 
 def build_report(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
+    report = summarize(facts, source, user_command)
+    report.events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in PLUMBING]
+    return report
+
+
+def summarize(facts: list[Fact], source: str, user_command: str | None = None, model: type[Report] = Report) -> Report:
+    """The report of these facts without its events (the caller adds them, as a list or as a view)."""
     runs = split_runs(facts)
     rules = load_rules()
     matches_by_run = [(run, match_run(run, rules)) for run in runs]
     findings = [finding(m) for _, ms in reversed(matches_by_run) for m in ms]
     last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
-    report = Report(
+    report = model(
         source=source,
         vllm_version=next((r.vllm_version for r in reversed(runs) if r.vllm_version), None),
         verdict=verdict(last_run, last_matches),
         facts={name: value for fact in facts for name, value in fact.values.items()},
-        events=[EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in PLUMBING],
         findings=findings,
     )
     report.command = corrected_command(last_run, last_matches, user_command)

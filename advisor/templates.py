@@ -12,6 +12,8 @@ from .grammar import anchor_regex, parse_line
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
 # a cached tree sits at the same offsets in any line with the same key.
 DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+# The same key as UTF-8 bytes, ten times quicker to make: only ASCII digits are ASCII digit bytes.
+DIGIT_BYTES_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 # Terminals that tell one digit from another (a literal digit, a class like [45]), and a regex
 # that finds every line where such a terminal could match. Those lines bypass the cache.
 # tests/test_fast_path.py recomputes the set from the grammars and fails if it changes.
@@ -74,22 +76,23 @@ SHIFT_DIGITS = str.maketrans("0123456789", "1234567890")
 class FactTemplates:
     """parse_line for repeated line shapes: learn once which number in the line is which fact value.
 
-    For a new template the line is parsed, then parsed again once per number with only that
-    number's digits changed (cheap: the tree cache serves those parses). A value that follows
-    exactly one number as `number()` reads it is re-read from that place in later lines; when
-    anything else moves (words, kinds, a value tied to two numbers), the template keeps
-    parsing every line. Lines of one template share the tree shape (see TemplateCache), so the
-    facts differ only in these values and the line number.
+    For a new template the line is parsed, then parsed again with every digit changed, and when
+    that leaves any doubt, once per number with only that number's digits changed (cheap: the
+    tree cache serves those parses). A value that follows exactly one number as `number()` reads
+    it is re-read from that place in later lines, into a PackedFact; when anything else moves
+    (words, kinds, a value tied to two numbers), the template keeps parsing every line. Lines of
+    one template share the tree shape (see TemplateCache), so the facts differ only in these
+    values and the line number.
     """
 
     def __init__(self) -> None:
         self.trees = TemplateCache()
-        self.recipes: dict[str, _Recipe | None] = {}
+        self.recipes: dict[bytes, _Recipe | None] = {}
 
-    def parse_line(self, text: str, line: int) -> list[Fact]:
+    def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
         if BYPASS.search(text):
             return parse_line(text, line, self.trees.parse)
-        key = text.translate(DIGITS_TO_ZERO)
+        key = text.encode("utf-8", "surrogatepass").translate(DIGIT_BYTES_TO_ZERO)
         if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor
             if not anchor_regex().search(text):
                 return []
@@ -101,9 +104,12 @@ class FactTemplates:
 
     def _learn(self, text: str) -> _Recipe | None:
         facts = parse_line(text, 0, self.trees.parse)
+        spans = [span.span() for span in NUMBER_SPAN.finditer(text)]
+        return _learn_at_once(text, facts, spans, self.trees.parse) or self._learn_one_by_one(text, facts, spans)
+
+    def _learn_one_by_one(self, text: str, facts: list[Fact], spans: list[tuple[int, int]]) -> _Recipe | None:
         sources: dict[tuple[int, str], tuple[int, int]] = {}
-        for span in NUMBER_SPAN.finditer(text):
-            start, end = span.span()
+        for start, end in spans:
             probe = text[:start] + text[start:end].translate(SHIFT_DIGITS) + text[end:]
             probed = parse_line(probe, 0, self.trees.parse)
             changed = _changed_values(facts, probed)
@@ -119,25 +125,99 @@ class FactTemplates:
                     return None
                 else:
                     sources[index, name] = (start, end)
-        return _Recipe(facts, sources)
+        return _Recipe(facts, sources, text)
+
+
+def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], parse) -> _Recipe | None:
+    """The recipe from one probe with every digit changed, when each changed value reads as exactly
+    one number of the line before and after: a line has a dozen numbers, and a probe costs as
+    much as a parse. None when that is not so (the caller then probes number by number)."""
+    probe = text.translate(SHIFT_DIGITS)
+    probed = parse_line(probe, 0, parse)
+    changed = _changed_values(facts, probed)
+    if changed is None:
+        return None
+    sources: dict[tuple[int, str], tuple[int, int]] = {}
+    for index, name in changed:
+        if name == PROCESS:
+            where = _copied_from(text, probe, facts[index].process, probed[index].process)
+        else:
+            before, after = facts[index].values[name], probed[index].values[name]
+            found = [(start, end) for start, end in spans
+                     if _reads(before, text[start:end]) and _reads(after, probe[start:end])]
+            where = found[0] if len(found) == 1 else None
+        if where is None:
+            return None
+        sources[index, name] = where
+    return _Recipe(facts, sources, text)
 
 
 class _Recipe:
-    __slots__ = ("facts", "sources")
+    __slots__ = ("facts", "names", "plans", "process_spans", "processes")
 
-    def __init__(self, facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]]):
-        self.facts, self.sources = facts, sources
+    def __init__(self, facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], text: str):
+        self.facts = facts
+        self.names = [tuple(fact.values) for fact in facts]
+        # Per fact, per value in order: (start, end, reader) of its number in the line, or the constant.
+        self.plans = [[(*sources[index, name], _reader(text[slice(*sources[index, name])]))
+                       if (index, name) in sources else value for name, value in fact.values.items()]
+                      for index, fact in enumerate(facts)]
+        self.process_spans = [sources.get((index, PROCESS)) for index in range(len(facts))]
+        self.processes: dict[str, str] = {}  # one string per process tag, not one per line
 
-    def apply(self, text: str, line: int) -> list[Fact]:
+    def apply(self, text: str, line: int) -> list[PackedFact]:
         out = []
-        for index, fact in enumerate(self.facts):
-            values = {name: number(text[slice(*self.sources[index, name])]) if (index, name) in self.sources
-                      else value for name, value in fact.values.items()}
-            update = {"line": line, "values": values}
-            if (index, PROCESS) in self.sources:
-                update["process"] = text[slice(*self.sources[index, PROCESS])]
-            out.append(fact.model_copy(update=update))
+        for fact, names, plan, process_span in zip(self.facts, self.names, self.plans, self.process_spans):
+            numbers = tuple([step[2](text[step[0]:step[1]]) if type(step) is tuple else step for step in plan])
+            process = fact.process
+            if process_span:
+                process = text[process_span[0]:process_span[1]]
+                process = self.processes.setdefault(process, process)
+            out.append(PackedFact(fact, names, line, numbers, process))
         return out
+
+
+def _reader(span_text: str):
+    """number() for every span of this one's shape (same digit count, same point), made cheap: with
+    a point it is float(); up to 15 digits a float holds the integer exactly, so it is int()."""
+    if "." in span_text:
+        return float
+    return int if len(span_text) <= 15 else number
+
+
+class PackedFact:
+    """A Fact read by a recipe, kept as its template, line and numbers: a day of stats lines fits in
+    little memory. It reads like a Fact (values are rebuilt on each access) and equals the Fact it stands for."""
+
+    __slots__ = ("template", "kind", "names", "line", "numbers", "process")
+
+    def __init__(self, template: Fact, names: tuple[str, ...], line: int, numbers: tuple, process: str | None):
+        self.template, self.kind, self.names = template, template.kind, names
+        self.line, self.numbers, self.process = line, numbers, process
+
+    text = property(lambda self: self.template.text)
+    args = property(lambda self: self.template.args)
+    level = property(lambda self: self.template.level)
+
+    @property
+    def values(self) -> dict:
+        return dict(zip(self.names, self.numbers))
+
+    def __reduce__(self):  # to the parent process: a short tuple, the template pickled once per list
+        return PackedFact, (self.template, self.names, self.line, self.numbers, self.process)
+
+    def as_fact(self) -> Fact:
+        return self.template.model_copy(update={"line": self.line, "values": self.values, "process": self.process})
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedFact):
+            other = other.as_fact()
+        return self.as_fact() == other if isinstance(other, Fact) else NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Packed{self.as_fact()!r}"
 
 
 def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, str]] | None:

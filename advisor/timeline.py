@@ -35,7 +35,7 @@ STAGE_BY_FUNCTION = {
 }
 
 
-@dataclass
+@dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
 class Event:
     """A fact placed in time: the run phase when it happened and, for failures, the stage."""
 
@@ -142,9 +142,10 @@ def place(run: Run) -> list[Event]:
             stage = _stage_from_context(fact.line in weights_lines, phase, capturing, sized)
         event = Event(fact, phase, stage, frames)
         if fact.kind == "stats":
-            engine = (fact.process, fact.values.get("engine"))
-            event.derived = _stats_change(previous_stats.get(engine), fact)
-            previous_stats[engine] = fact
+            values = fact.values  # read once: a packed fact builds its values on each read
+            engine = (fact.process, values.get("engine"))
+            event.derived = _stats_change(previous_stats.get(engine), values)
+            previous_stats[engine] = values
         events.append(event)
     for process, frames in open_frames.items():  # an excerpt cut inside a traceback
         if frames:
@@ -185,15 +186,14 @@ def _started_mid_way(facts: list[Fact]) -> bool:
     return any(f.kind == "frame" and f.text.get("function") in serving_frames for f in facts)
 
 
-def _stats_change(before: Fact | None, after: Fact) -> dict[str, float]:
-    """How the scheduler queues moved since the previous stats line of the same engine."""
+def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> dict[str, float]:
+    """How the scheduler queues moved since the previous stats line of the same engine (their values)."""
     if before is None:
         return {}
-    b, a = before.values, after.values
     change = {}
     # Only movements in the telling direction: a rise in running is not a "negative drop".
-    if b.get("running_reqs", 0) > a.get("running_reqs", 0):
-        change["running_drop"] = b["running_reqs"] - a["running_reqs"]
-    if a.get("waiting_reqs", 0) > b.get("waiting_reqs", 0):
-        change["waiting_rise"] = a["waiting_reqs"] - b["waiting_reqs"]
+    if before.get("running_reqs", 0) > after.get("running_reqs", 0):
+        change["running_drop"] = before["running_reqs"] - after["running_reqs"]
+    if after.get("waiting_reqs", 0) > before.get("waiting_reqs", 0):
+        change["waiting_rise"] = after["waiting_reqs"] - before["waiting_reqs"]
     return change

@@ -9,7 +9,8 @@ import pytest
 
 from advisor import prefilter, scan, sources, templates
 from advisor.grammar import anchor_regex, envelope_parser, message_parser, parse_line
-from advisor.report import analyze, build_report, parse
+from advisor.packed_report import packed_report
+from advisor.report import analyze, parse
 
 from conftest import FIXTURES, ROOT
 
@@ -28,7 +29,7 @@ def plain_json(path) -> str:
 
 
 def fast_json(path, engine: str) -> str:
-    return build_report(scan.scan_chunks(sources.read_chunks(str(path)), engine), path.name).to_json()
+    return packed_report(scan.scan_chunks(sources.read_chunks(str(path)), engine), path.name).to_json()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -44,7 +45,7 @@ def test_lines_across_block_boundaries(monkeypatch, engine):
     monkeypatch.setattr(scan, "BLOCK", 997)
     chunks = sources.read_chunks(str(path))
     small = (chunk[i:i + 300] for chunk in chunks for i in range(0, len(chunk), 300))
-    assert build_report(scan.scan_chunks(small, engine), path.name).to_json() == plain_json(path)
+    assert packed_report(scan.scan_chunks(small, engine), path.name).to_json() == plain_json(path)
 
 
 @pytest.fixture(scope="module")
@@ -129,5 +130,5 @@ def test_stats_lines_are_read_by_recipe():
     learned = templates.FactTemplates()
     for line in sources.lines(sources.read_chunks(str(path))):
         learned.parse_line(line.text, line.number)
-    stats_keys = [key for key in learned.recipes if "Avg prompt throughput" in key]
+    stats_keys = [key for key in learned.recipes if b"Avg prompt throughput" in key]
     assert stats_keys and all(learned.recipes[key] for key in stats_keys)

@@ -1,6 +1,7 @@
 """The run at a glance: sparklines of the periodic stats lines, with the findings' moments marked."""
 from __future__ import annotations
 
+from ..packed_report import EventsView
 from ..report import EventOut, Finding, Report
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -18,7 +19,10 @@ MARKED_SEVERITIES = ("error", "warning")
 
 
 def stats_events(report: Report) -> list[EventOut]:
-    return [event for event in report.events if event.kind == "stats"]
+    # A packed report's facts read like its events (line, kind, values): a long log has a million
+    # stats lines, and an EventOut for each would not fit in memory.
+    events = report.events.facts if isinstance(report.events, EventsView) else report.events
+    return [event for event in events if event.kind == "stats"]
 
 
 def lines(report: Report) -> list[str]:

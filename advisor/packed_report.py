@@ -1,0 +1,105 @@
+"""Reports of big logs: the events stay facts until written, then go out a batch at a time."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
+
+from .facts import Fact, Number
+from .report import PLUMBING, EventOut, Report, summarize
+from .templates import PackedFact
+
+# Kinds and value names that JSON writes without escapes. An event with another name, or with a
+# number whose repr() is not pydantic's text for it (see _plain_number), is written by pydantic.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
+# How pydantic writes an empty events list; the events go in its place.
+EMPTY_EVENTS = '\n  "events": [],\n'
+BATCH = 2048  # events per written piece: few write calls, small pieces
+
+
+class EventsView(Sequence[EventOut]):
+    """A report's events read from its facts: an EventOut is made on access, never kept."""
+
+    def __init__(self, facts: Iterable[Fact]):
+        self.facts = [fact for fact in facts if fact.kind not in PLUMBING]
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [_event(fact) for fact in self.facts[index]]
+        return _event(self.facts[index])
+
+
+def _event(fact: Fact) -> EventOut:
+    return EventOut(line=fact.line, kind=fact.kind, values=fact.values)
+
+
+class PackedReport(Report):
+    """A Report whose `events` is an EventsView; its JSON is byte for byte what Report writes."""
+
+    def to_json(self) -> str:
+        return "".join(self.json_parts())
+
+    def json_parts(self) -> Iterator[str]:
+        head = self.as_report([]).model_dump_json(by_alias=True, indent=2)
+        facts = self.events.facts
+        if not facts:
+            yield head
+            return
+        before, after = head.split(EMPTY_EVENTS)
+        yield before + '\n  "events": [\n'
+        for start in range(0, len(facts), BATCH):
+            batch = ",\n".join(event_json(f.line, f.kind, *_names_and_numbers(f)) for f in facts[start:start + BATCH])
+            yield batch + (",\n" if start + BATCH < len(facts) else "")
+        yield "\n  ],\n" + after
+
+    def as_report(self, events: list[EventOut] | None = None) -> Report:
+        """This report as a plain Report, with these events (default: all of them, made into a list)."""
+        fields = {**self.__dict__, "events": list(self.events) if events is None else events}
+        return Report.model_construct(self.model_fields_set, **fields)
+
+    # Whoever wants the whole report as data gets the plain Report's, events and all.
+    def model_dump(self, **options):
+        return self.as_report().model_dump(**options)
+
+    def model_dump_json(self, **options):
+        return self.as_report().model_dump_json(**options)
+
+
+def packed_report(facts: list[Fact], source: str, user_command: str | None = None) -> PackedReport:
+    report = summarize(facts, source, user_command, model=PackedReport)
+    report.events = EventsView(facts)
+    return report
+
+
+def event_json(line: int, kind: str, names: tuple[str, ...], numbers: tuple[Number, ...]) -> str:
+    """One event as Report.to_json() writes it in the events list, four spaces in."""
+    template = _template(kind, names)
+    if template is None or not all(map(_plain_number, numbers)):
+        text = EventOut(line=line, kind=kind, values=dict(zip(names, numbers))).model_dump_json(indent=2)
+        return "    " + text.replace("\n", "\n    ")
+    return template % (line, *numbers)
+
+
+@cache
+def _template(kind: str, names: tuple[str, ...]) -> str | None:
+    """The %-template of an event of this kind with these value names; None when a name needs escapes."""
+    if not PLAIN_NAME.match(kind) or not all(map(PLAIN_NAME.match, names)):
+        return None
+    values = "{\n" + ",\n".join(f'        "{name}": %r' for name in names) + "\n      }" if names else "{}"
+    return f'    {{\n      "line": %d,\n      "kind": "{kind}",\n      "values": {values}\n    }}'
+
+
+def _names_and_numbers(fact: Fact | PackedFact) -> tuple[tuple[str, ...], tuple[Number, ...]]:
+    if isinstance(fact, PackedFact):  # no dict to build
+        return fact.names, fact.numbers
+    return tuple(fact.values), tuple(fact.values.values())
+
+
+def _plain_number(value: object) -> bool:
+    # pydantic writes 1e-05 as 0.00001 and inf as null; in this range repr() and pydantic agree.
+    if type(value) is int:
+        return True
+    return type(value) is float and (value == 0 or 1e-4 <= abs(value) < 1e16)

@@ -1,0 +1,227 @@
+"""Big logs: two processes, packed facts and the written report give the plain path's results."""
+from __future__ import annotations
+
+import gzip
+import pickle
+import sys
+import tracemalloc
+
+import pytest
+
+from advisor import scan, sources, templates
+from advisor.cli import main
+from advisor.grammar import anchor_regex, parse_line
+from advisor.packed_report import PackedReport, event_json, packed_report
+from advisor.report import EventOut, analyze, parse
+from advisor.reports import FORMATS, json_format, render
+from advisor.remembered import RememberedArithmetic, RememberedCondition
+from advisor.templates import FactTemplates, PackedFact
+
+from conftest import FIXTURES, ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from generate_log import generate  # noqa: E402
+
+LOGS = sorted(FIXTURES.rglob("*.log"))
+
+
+@pytest.fixture(scope="module")
+def generated_log(tmp_path_factory):
+    return generate(tmp_path_factory.mktemp("big") / "generated.log", 3 << 20)
+
+
+def plain_facts(path):
+    return parse(sources.lines(sources.read_chunks(str(path))))
+
+
+@pytest.fixture(scope="module")
+def generated_facts(generated_log):
+    return plain_facts(generated_log)
+
+
+@pytest.fixture(scope="module")
+def generated_report(generated_log):
+    return analyze(sources.lines(sources.read_chunks(str(generated_log))), "generated.log")
+
+
+def split_in(parts: int, monkeypatch) -> None:
+    """Make scan_file cut any file into this many parts, whatever the cores and the size."""
+    monkeypatch.setattr(scan, "PART_MIN", 1)
+    monkeypatch.setattr(scan, "_usable_cores", lambda: parts)
+
+
+@pytest.fixture
+def always_split(monkeypatch):
+    split_in(2, monkeypatch)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_parts_give_the_facts_of_one_pass(generated_log, generated_facts, parts, monkeypatch):
+    split_in(parts, monkeypatch)
+    assert scan.scan_file(str(generated_log)) == generated_facts
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+def test_parts_of_every_fixture(path, monkeypatch):
+    # Small files cut anywhere: in a traceback, a CR-redrawn progress bar, a journald record; some parts empty.
+    split_in(5, monkeypatch)
+    assert scan.scan_file(str(path)) == plain_facts(path)
+
+
+def test_gzip_and_small_files_use_one_process(generated_log, generated_facts, tmp_path, monkeypatch):
+    packed = tmp_path / "generated.log.gz"
+    packed.write_bytes(gzip.compress(generated_log.read_bytes()))
+    split_in(2, monkeypatch)
+    monkeypatch.setattr(scan.multiprocessing, "get_context", None)  # any attempt to fork fails
+    assert scan.scan_file(str(packed)) == generated_facts
+    monkeypatch.setattr(scan, "PART_MIN", 1 << 40)
+    assert scan.scan_file(str(generated_log)) == generated_facts
+
+
+def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
+    split_in(3, monkeypatch)
+    scan_lines = scan._scan_lines
+
+    def broken_after_the_first_part(chunks, engine):
+        chunks = iter(chunks)
+        first = next(chunks)
+        if first[:len(head)] != head:
+            raise ValueError("a later part")
+        return scan_lines([first, *chunks], engine)
+    head = generated_log.read_bytes()[:100]
+    monkeypatch.setattr(scan, "_scan_lines", broken_after_the_first_part)
+    with pytest.raises(ValueError, match="a later part"):
+        scan.scan_file(str(generated_log))
+
+
+def test_cli_json_is_the_plain_report(generated_log, always_split, capsys):
+    assert main(["--format", "json", str(generated_log)]) == 1  # the generated log ends in a failure
+    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), str(generated_log))
+    assert capsys.readouterr().out == plain.to_json() + "\n"
+
+
+def test_several_reports_make_the_same_array(generated_log):
+    path = next(FIXTURES.glob("corpus/091-*.log"))
+    packed = [packed_report(scan.scan_file(str(p)), p.name) for p in (path, generated_log)]
+    plain = [analyze(sources.lines(sources.read_chunks(str(p))), p.name) for p in (path, generated_log)]
+    assert json_format.render(packed) == json_format.render(plain)
+
+
+@pytest.mark.parametrize("values", [
+    {}, {"a": 1}, {"a": 0.0, "b": -0.0, "c": 1e-4, "d": 9.99e-5, "e": 1e-7, "f": 1e15, "g": 1e16, "h": 1e17},
+    {"inf": float("inf"), "nan": float("nan")}, {"big": 10**20, "neg": -3, "third": 1 / 3},
+    {"caf\u00e9_value": 1.5}, {'quote"d': 2}, {"tab\tname": 3},
+], ids=str)
+def test_event_text_is_pydantics(values):
+    expected = "    " + EventOut(line=7, kind="stats", values=values).model_dump_json(indent=2).replace("\n", "\n    ")
+    assert event_json(7, "stats", tuple(values), tuple(values.values())) == expected
+
+
+def test_packed_report_reads_like_a_report(generated_log, generated_report):
+    report = packed_report(scan.scan_file(str(generated_log)), "generated.log")
+    plain = generated_report
+    assert isinstance(report, PackedReport) and len(report.events) == len(plain.events)
+    assert report.events[5] == plain.events[5] and report.events[-3:] == plain.events[-3:]
+    assert list(report.events) == plain.events
+    assert report.model_dump(by_alias=True) == plain.model_dump(by_alias=True)
+    assert report.model_dump_json(by_alias=True, indent=2) == report.to_json() == plain.to_json()
+
+
+def test_stats_facts_are_packed_and_pickle(generated_log):
+    facts = scan.scan_file(str(generated_log))
+    stats = [fact for fact in facts if fact.kind == "stats"]
+    assert stats and all(isinstance(fact, PackedFact) for fact in stats)
+    assert pickle.loads(pickle.dumps(stats)) == stats
+
+
+def test_memory_per_stats_line_stays_small(tmp_path):
+    # What makes a 4 GB log (176,000 stats lines) fit in 200 MB: a stats line kept for the report
+    # costs about 300 bytes (plus the one-time caches and free lists counted here); as pydantic
+    # facts and events it cost about 2,700.
+    log = generate(tmp_path / "24M.log", 24 << 20)
+    scan.scan_file(str(log))  # grammars, rules and matcher loaded outside the measure
+    tracemalloc.start()
+    try:
+        facts = scan.scan_file(str(log))
+        report = packed_report(facts, "log")
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    stats = sum(fact.kind == "stats" for fact in facts)
+    assert stats > 1000 and size / stats < 1000, (size, stats)
+    assert len(report.events) > stats
+
+
+def test_arithmetic_is_recomputed_when_a_name_it_read_changes():
+    derive = RememberedArithmetic()
+    assert derive({"gpu_memory_utilization": 0.9})["next_utilization"] == 0.92
+    assert derive({"gpu_memory_utilization": 0.9, "running_reqs": 3})["next_utilization"] == 0.92
+    assert derive({"gpu_memory_utilization": 0.8})["next_utilization"] == 0.82
+    assert derive({"swap_space_gib": 4})["doubled_swap_space"] == 8
+    assert derive({"swap_space_gib": 4.0})["doubled_swap_space"] == 8
+    assert "next_utilization" in derive({}) and derive({"tensor_parallel_size": 2})["doubled_tp"] == 4
+    assert str(derive({"free_gpu_gib": 0.0, "total_gpu_gib": 8.0})["free_fraction"]) == "0.0"
+    assert str(derive({"free_gpu_gib": -0.0, "total_gpu_gib": 8.0})["free_fraction"]) == "-0.0"
+
+
+def test_remembered_condition_tells_types_and_lists_apart():
+    condition = RememberedCondition("str(running_reqs) == '1' and 'stats' in kinds")
+    assert condition({"running_reqs": 1, "kinds": ["stats"]}) is True
+    assert condition({"running_reqs": 1.0, "kinds": ["stats"]}) is False  # 1 == 1.0, but prints '1.0'
+    assert condition({"running_reqs": 1, "kinds": []}) is False  # a list is no key: evaluated each time
+    signed = RememberedCondition("str(x) == '-0.0'")
+    assert [signed({"x": 0.0}), signed({"x": -0.0}), signed({"x": 0.0})] == [False, True, False]
+    quick = RememberedCondition("kv_cache_usage_pct >= 95")
+    assert [quick({"kv_cache_usage_pct": v}) for v in (96.0, 90.0, 96.0, None)] == [True, False, True, False]
+
+
+def test_recipe_facts_equal_parsed_facts():
+    line = ("(APIServer pid=12646) INFO 11-01 00:00:20 [loggers.py:335] Engine 001: Avg prompt throughput: "
+            "105.8 tokens/s, Avg generation throughput: 1314.6 tokens/s, Running: 5 reqs, Waiting: 6 reqs, "
+            "GPU KV cache usage: 59.3%, Prefix cache hit rate: 55.3%")
+    learned = FactTemplates()
+    learned.parse_line(line, 1)
+    other = line.replace("105.8", "917.2").replace("pid=12646", "pid=99999")
+    assert learned.parse_line(other, 9) == parse(sources.text_lines("\n" * 8 + other))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+def test_one_probe_learns_what_a_probe_per_number_learns(path):
+    # The quick way to learn a template must agree with the careful one wherever it gives an answer.
+    learned = FactTemplates()
+    for line in {line.text: line for line in sources.lines(sources.read_chunks(str(path)))}.values():
+        if not anchor_regex().search(line.text) or templates.BYPASS.search(line.text):
+            continue
+        facts = parse_line(line.text, 0, learned.trees.parse)
+        spans = [span.span() for span in templates.NUMBER_SPAN.finditer(line.text)]
+        quick = templates._learn_at_once(line.text, facts, spans, learned.trees.parse)
+        if quick is not None:
+            careful = learned._learn_one_by_one(line.text, facts, spans)
+            assert careful is not None, line.text
+            assert (quick.plans, quick.process_spans) == (careful.plans, careful.process_spans), line.text
+
+
+@pytest.mark.parametrize("output", sorted(FORMATS))
+def test_every_format_of_a_packed_report_is_the_plain_one(generated_log, generated_report, output):
+    packed = packed_report(scan.scan_file(str(generated_log)), "generated.log")
+    assert render(output, [packed]) == render(output, [generated_report])
+
+
+@pytest.mark.parametrize("tail", [b"", b"\n", b"\r\n", b"\n\n\n"])
+@pytest.mark.parametrize("parts", [2, 3])
+def test_odd_shapes_split_like_one_pass(tmp_path, monkeypatch, tail, parts):
+    # A line longer than MAX_LINE (anchors before and after the cut) across the middle, bare CRs,
+    # blank lines, and no newline at the end.
+    stats = next(FIXTURES.glob("corpus/091-*.log")).read_bytes()
+    long_line = b"x" * 1000 + b" CUDA out of memory. " + b"y" * (sources.MAX_LINE + 5000) + b"Traceback"
+    data = stats + long_line + b"\n" + b"progress\rINFO: Shutting down\r\n" * 50 + b"\n" * 10 + stats
+    log = tmp_path / "odd.log"
+    log.write_bytes(data.rstrip(b"\r\n") + tail)
+    split_in(parts, monkeypatch)
+    assert scan.scan_file(str(log)) == plain_facts(log)
+
+
+def test_empty_file(tmp_path, always_split):
+    log = tmp_path / "empty.log"
+    log.write_bytes(b"")
+    assert scan.scan_file(str(log)) == []
