@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from pathlib import Path
 
@@ -47,3 +48,9 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def sigint_default() -> None:
+    """preexec_fn for children the tests stop with SIGINT: a test run started as a background job
+    inherits an ignored SIGINT, and Python then never turns Ctrl-C into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

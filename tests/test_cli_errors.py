@@ -12,7 +12,7 @@ import time
 import pytest
 
 from advisor import cli
-from conftest import ROOT, fixture_path
+from conftest import ROOT, fixture_path, sigint_default
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 ADVISOR = [sys.executable, "-m", "advisor"]
@@ -140,6 +140,7 @@ def test_broken_pipe_is_silent(tmp_path, reader_leaves):
 
 def test_ctrl_c_while_reading_stdin():
     child = subprocess.Popen(ADVISOR, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=sigint_default,
                              cwd=ROOT)
     child.stdin.write(fixture_path("088").read_bytes())
     child.stdin.flush()

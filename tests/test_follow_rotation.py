@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import fixture_path, free_port
+from conftest import fixture_path, free_port, sigint_default
 
 ADVISOR = [sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())"]
 WRITER = Path(__file__).with_name("rotating_writer.py")
@@ -34,6 +34,7 @@ def test_every_line_read_once_across_rotation(tmp_path, mode):
     per_launch = launch.read_bytes().count(b"\n")
     total, log, port = per_launch * LAUNCHES, tmp_path / "vllm.log", free_port()
     follower = subprocess.Popen(ADVISOR + ["follow", str(log), "--format", "ndjson", "--metrics-port", str(port)],
+                                preexec_fn=sigint_default,
                                 stdout=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from conftest import fixture_path, free_port
+from conftest import fixture_path, free_port, sigint_default
 
 from advisor.follow import follow
 from advisor.metrics import FollowCounters, serve
@@ -62,7 +62,8 @@ def test_scraped_while_the_cli_follows_a_file():
     log, port = fixture_path("091"), free_port()
     lines = len(io.BytesIO(log.read_bytes()).readlines())
     follower = subprocess.Popen([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
-                                 "follow", str(log), "--metrics-port", str(port)], stdout=subprocess.PIPE)
+                                 "follow", str(log), "--metrics-port", str(port)], stdout=subprocess.PIPE,
+                                preexec_fn=sigint_default)
     try:
         deadline, text = time.monotonic() + 30, ""
         while f"vllm_advisor_lines_read_total {lines}\n" not in text and time.monotonic() < deadline:
