@@ -43,13 +43,13 @@ def test_kv_shortfall_is_fixed_by_the_corrected_command(tiny_model, tmp_path):  
 def test_preemption_is_removed_by_the_runtime_advice(tiny_model, tmp_path):  # noqa: F811
     began = time.monotonic()
     args = ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000", "--max-num-seqs", "8"]
-    # Long generations, as in the captured scenario: the pressure shows in the 10-second stats lines.
-    report, preemptions = run_failing(tiny_model, args, tmp_path, load=8, max_tokens=3000)
+    # Long generations for more requests than fit: the pressure lasts across a 10-second stats line.
+    report, preemptions = run_failing(tiny_model, args, tmp_path, load=10, max_tokens=3000)
     assert preemptions and preemptions > 0, "the failing run must preempt (vllm:num_preemptions_total)"
     stats = [e.values for e in report.events if e.kind == "stats"]
     assert (report.verdict.phase, report.verdict.failure) == ("runtime", "preemption"), stats
 
     corrected = shlex.split(report.command.corrected)
-    result = live.launch(corrected, VLLM_PYTHON, tmp_path, timeout=300, load=8, max_tokens=3000)
+    result = live.launch(corrected, VLLM_PYTHON, tmp_path, timeout=300, load=10, max_tokens=3000)
     print(f"preemption loop: {time.monotonic() - began:.0f} s; before {preemptions} preemptions; {result}")
     assert result.preemptions == 0 and result.outcome == "fixed", result
