@@ -8,7 +8,7 @@ import pytest
 
 from advisor import live, live_server, sources
 from advisor.report import analyze
-from test_live_server import VLLM_PYTHON, tiny_model  # noqa: F401 (the fixture builds the model once)
+from vllm_env import VLLM_PYTHON
 
 pytestmark = pytest.mark.live
 
@@ -27,7 +27,7 @@ def run_failing(model, args, tmp_path, load=0, max_tokens=16):
     return analyze(sources.lines(sources.read_chunks(str(log))), log.name), preemptions
 
 
-def test_kv_shortfall_is_fixed_by_the_corrected_command(tiny_model, tmp_path):  # noqa: F811
+def test_kv_shortfall_is_fixed_by_the_corrected_command(tiny_model, tmp_path):
     began = time.monotonic()
     report, _ = run_failing(tiny_model, ["--max-model-len", "32768", "--kv-cache-memory-bytes", "4000000"], tmp_path)
     assert (report.verdict.phase, report.verdict.failure) == ("startup", "kv_cache_insufficient")
@@ -40,7 +40,7 @@ def test_kv_shortfall_is_fixed_by_the_corrected_command(tiny_model, tmp_path):  
     assert result.completion_status == 200 and result.kv_cache_tokens
 
 
-def test_preemption_is_removed_by_the_runtime_advice(tiny_model, tmp_path):  # noqa: F811
+def test_preemption_is_removed_by_the_runtime_advice(tiny_model, tmp_path):
     began = time.monotonic()
     args = ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000", "--max-num-seqs", "8"]
     # Long generations for more requests than fit: the pressure lasts across a 10-second stats line.

@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from advisor import live_server
+from vllm_env import VLLM_PYTHON
 
 pytestmark = pytest.mark.live
-
-REPO = Path(__file__).resolve().parents[2]
-VLLM_PYTHON = Path(os.environ.get(
-    "VLLM_ADVISOR_VLLM_PYTHON",
-    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"))
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    if not VLLM_PYTHON.exists():
-        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run live/setup_env.sh first")
-    out = tmp_path_factory.mktemp("tiny-llama")
-    subprocess.run([str(VLLM_PYTHON), str(REPO / "live/build_tiny_model.py"), "--out", str(out)],
-                   check=True, timeout=300)
-    return out
 
 
 def test_serves_a_completion_and_stops_cleanly(tiny_model, tmp_path):
