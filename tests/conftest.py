@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,9 @@ from advisor.report import Report, analyze
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CORPUS = FIXTURES / "corpus"
+# The live tier's vLLM: the Python of its own environment (live/setup_env.sh builds it).
+VLLM_PYTHON = Path(os.environ.get("VLLM_ADVISOR_VLLM_PYTHON",
+                                  Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"))
 
 
 def corpus_cases() -> list[dict]:
@@ -54,3 +59,14 @@ def sigint_default() -> None:
     """preexec_fn for children the tests stop with SIGINT: a test run started as a background job
     inherits an ignored SIGINT, and Python then never turns Ctrl-C into KeyboardInterrupt."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """The live tier's model, built locally once per session by the vLLM environment's Python."""
+    if not VLLM_PYTHON.exists():
+        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run live/setup_env.sh first")
+    out = tmp_path_factory.mktemp("tiny-llama")
+    subprocess.run([str(VLLM_PYTHON), str(ROOT / "live/build_tiny_model.py"), "--out", str(out)],
+                   check=True, timeout=300)
+    return out

@@ -8,7 +8,7 @@ import pytest
 
 from advisor import live, live_server, sources
 from advisor.report import analyze
-from vllm_env import VLLM_PYTHON
+from conftest import VLLM_PYTHON
 
 pytestmark = pytest.mark.live
 

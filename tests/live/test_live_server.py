@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from advisor import live_server
-from vllm_env import VLLM_PYTHON
+from conftest import VLLM_PYTHON
 
 pytestmark = pytest.mark.live
 
