@@ -11,7 +11,7 @@ from .facts import Fact
 from .limits import TracebackBound
 from .grammar import anchor_regex, envelope_parser, message_parser
 from .prefilter import matcher
-from .sources import MAX_LINE, _segments
+from .sources import MAX_LINE, line_segments
 from .templates import FactTemplates, PackedFact
 
 # Bytes scanned at a time: large enough that per-block overhead vanishes, small enough to bound memory.
@@ -189,7 +189,7 @@ def _scan(buffer: bytes, begin: int, end: int | None, number: int, find_hits, pa
         number += buffer.count(b"\n", position, start)
         stop = buffer.find(b"\n", start, end)
         stop = stop if stop >= 0 else end
-        for line in _segments(number + 1, buffer[start:stop]):
+        for line in line_segments(number + 1, buffer[start:stop]):
             facts.extend(parse(line.text, line.number))
         position = start
     return number + buffer.count(b"\n", position, end)

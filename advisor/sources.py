@@ -40,14 +40,15 @@ def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
         *complete, pending = pending.split(b"\n")
         for raw in complete:
             number += 1
-            yield from _segments(number, raw)
+            yield from line_segments(number, raw)
         if len(pending) > MAX_LINE:  # never buffer an endless line
             pending = pending[:MAX_LINE]
     if pending:
-        yield from _segments(number + 1, pending)
+        yield from line_segments(number + 1, pending)
 
 
-def _segments(number: int, raw: bytes) -> Iterator[Line]:
+def line_segments(number: int, raw: bytes) -> Iterator[Line]:
+    """The cleaned text of one physical line (without its LF), in as many segments as it has breaks."""
     text = raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
     text = journal_message(text) if "MESSAGE" in text else text
     if text is None:

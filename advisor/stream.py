@@ -8,7 +8,7 @@ from .facts import Fact
 from .prefilter import matcher
 from .report import Finding, Verdict, finding, verdict
 from .rules import Match, load_rules, match_run, without_superseded
-from .sources import MAX_LINE, Line, _segments, lines
+from .sources import MAX_LINE, Line, line_segments, lines
 from .templates import FactTemplates
 from .timeline import Run, place, starts_new_run
 
@@ -105,7 +105,7 @@ class StreamEngine:
         first, number, position = self._last_number, self._last_number, 0
         for start in sorted({block.rfind(b"\n", 0, hit) + 1 for hit in self._find_hits(block)}):
             number += block.count(b"\n", position, start)
-            for line in _segments(number + 1, block[start:block.find(b"\n", start)]):
+            for line in line_segments(number + 1, block[start:block.find(b"\n", start)]):
                 out += self._feed_facts(self._parse(line.text, line.number), line.number)
             position = start
         self._last_number = number + block.count(b"\n", position)
