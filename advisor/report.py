@@ -101,7 +101,8 @@ def summarize(facts: list[Fact], source: str, user_command: str | None = None, m
     runs = split_runs(facts)
     rules = load_rules()
     matches_by_run = [(run, match_run(run, rules)) for run in runs]
-    findings = [finding(m) for _, ms in reversed(matches_by_run) for m in ms]
+    findings_by_run = [[finding(m) for m in ms] for _, ms in matches_by_run]
+    findings = [f for run_findings in reversed(findings_by_run) for f in run_findings]
     last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
     report = model(
         source=source,
@@ -110,7 +111,7 @@ def summarize(facts: list[Fact], source: str, user_command: str | None = None, m
         facts={name: value for fact in facts for name, value in fact.values.items()},
         findings=findings,
     )
-    report.command = corrected_command(last_run, last_matches, user_command)
+    report.command = corrected_command(last_run, findings_by_run[-1] if findings_by_run else [], user_command)
     return report
 
 
@@ -145,10 +146,10 @@ def finding(match: Match) -> Finding:
                    remediations=remediations)
 
 
-def corrected_command(run: Run | None, matches: list[Match], user_command: str | None) -> Command:
+def corrected_command(run: Run | None, findings: list[Finding], user_command: str | None) -> Command:
     """The original command and the top remediation applied to it: one change at a time."""
     argv = command.original(run, user_command)
-    top = next((r for m in matches[:1] for r in finding(m).remediations if r.flags), None)
+    top = next((r for f in findings[:1] for r in f.remediations if r.flags), None)
     original = command.render(argv) if argv else None
     if top is None:
         return Command(original=original, corrected=None)
