@@ -1,10 +1,14 @@
 """The Lark grammars: split a line into its envelope and body, and find the messages in the body."""
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
+
+import lark
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
@@ -27,12 +31,34 @@ def data_dir(name: str) -> Path:
 
 @cache
 def envelope_parser() -> Lark:
-    return Lark((data_dir("grammars") / "envelope.lark").read_text(), parser="lalr", lexer="contextual")
+    return _lalr_parser("envelope.lark")
 
 
 @cache
 def message_parser() -> Lark:
-    return Lark((data_dir("grammars") / "messages.lark").read_text(), parser="lalr", lexer="contextual")
+    return _lalr_parser("messages.lark")
+
+
+def _lalr_parser(file_name: str) -> Lark:
+    """The LALR parser of a grammar file, its tables loaded from the user's cache when built before:
+    building them takes longer than analysing a small log (lark checks the grammar's hash on load)."""
+    grammar = (data_dir("grammars") / file_name).read_text()
+    return Lark(grammar, parser="lalr", lexer="contextual", cache=_cache_file(grammar) or False)
+
+
+def _cache_file(grammar: str) -> str | None:
+    """A file for the parser tables in $XDG_CACHE_HOME/vllm-advisor, or None where none can be made.
+
+    Named by the grammar's and lark's versions, so installed versions of the advisor never share one.
+    """
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(home) / "vllm-advisor"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home, a sandbox: build the tables every time
+        return None
+    digest = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:16]
+    return str(folder / f"grammar-{digest}.lark-tables")
 
 
 @cache

@@ -10,7 +10,7 @@ from .report import PLUMBING, EventOut, Report, summarize
 from .templates import PackedFact
 
 # Kinds and value names that JSON writes without escapes. An event with another name, or with a
-# number whose repr() is not pydantic's text for it (see _plain_number), is written by pydantic.
+# number whose repr() is not pydantic's text for it (see _plain_numbers), is written by pydantic.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 # How pydantic writes an empty events list; the events go in its place.
 EMPTY_EVENTS = '\n  "events": [],\n'
@@ -77,7 +77,7 @@ def packed_report(facts: list[Fact], source: str, user_command: str | None = Non
 def event_json(line: int, kind: str, names: tuple[str, ...], numbers: tuple[Number, ...]) -> str:
     """One event as Report.to_json() writes it in the events list, four spaces in."""
     template = _template(kind, names)
-    if template is None or not all(map(_plain_number, numbers)):
+    if template is None or not _plain_numbers(numbers):
         text = EventOut(line=line, kind=kind, values=dict(zip(names, numbers))).model_dump_json(indent=2)
         return "    " + text.replace("\n", "\n    ")
     return template % (line, *numbers)
@@ -98,8 +98,10 @@ def _names_and_numbers(fact: Fact | PackedFact) -> tuple[tuple[str, ...], tuple[
     return tuple(fact.values), tuple(fact.values.values())
 
 
-def _plain_number(value: object) -> bool:
-    # pydantic writes 1e-05 as 0.00001 and inf as null; in this range repr() and pydantic agree.
-    if type(value) is int:
-        return True
-    return type(value) is float and (value == 0 or 1e-4 <= abs(value) < 1e16)
+def _plain_numbers(numbers: tuple[Number, ...]) -> bool:
+    """Whether repr() writes each number as pydantic does (one loop: it runs once per event)."""
+    for value in numbers:
+        # pydantic writes 1e-05 as 0.00001 and inf as null; in this range repr() and pydantic agree.
+        if type(value) is not int and not (type(value) is float and (1e-4 <= abs(value) < 1e16 or value == 0)):
+            return False
+    return True
