@@ -179,3 +179,31 @@ def test_inputs_are_never_modified(tmp_path):
         assert (after.st_size, after.st_mtime_ns, after.st_mode, after.st_ino) == \
                (before.st_size, before.st_mtime_ns, before.st_mode, before.st_ino)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(c.name for c, _, _ in copies)
+
+
+def cached_tables(cache_home) -> list:
+    return sorted((cache_home / "vllm-advisor").glob("*.lark-tables"))
+
+
+def test_parser_tables_are_cached_and_reused(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    first = run("--format", "json", str(fixture_path("088")), env=env)
+    tables = cached_tables(tmp_path)
+    assert len(tables) == 2  # the envelope and the message grammar
+    written = [t.stat().st_mtime_ns for t in tables]
+    second = run("--format", "json", str(fixture_path("088")), env=env)
+    assert [t.stat().st_mtime_ns for t in tables] == written  # loaded, not built again
+    assert second.stdout == first.stdout and second.returncode == first.returncode == EXIT_FAILURE
+
+
+def test_a_broken_or_unwritable_cache_changes_nothing(tmp_path):
+    expected = run("--format", "json", str(fixture_path("088")))
+    broken = tmp_path / "broken"
+    run("--format", "json", str(fixture_path("088")), env={**os.environ, "XDG_CACHE_HOME": str(broken)})
+    for table in cached_tables(broken):
+        table.write_bytes(table.read_bytes()[:200])  # a write cut short by a full disk
+    (tmp_path / "a-file").write_text("")
+    for home in (broken, tmp_path / "a-file"):  # a cache folder that cannot be made
+        done = run("--format", "json", str(fixture_path("088")), env={**os.environ, "XDG_CACHE_HOME": str(home)})
+        assert_report(done, EXIT_FAILURE, "kv_cache_insufficient")
+        assert done.stdout == expected.stdout
