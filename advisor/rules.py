@@ -161,11 +161,10 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
     Events are walked once: an event's context is built only when a rule still waiting for its
     kind is left, and shared by those rules (per rule and event, stats lines cost seconds).
     """
-    run_values = run.last_values()
+    run_values = dict(run.values)
     whole_run = run_context(run)
-    running = [value for e in run.events if (value := e.fact.values.get("running_reqs")) is not None]
-    if running:
-        run_values["peak_running_reqs"] = max(running)
+    if run.peak_running_reqs is not None:
+        run_values["peak_running_reqs"] = run.peak_running_reqs
     waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules that look at it, in rule order
     for index, rule in enumerate(rules):
         for kind in dict.fromkeys(rule.event):
