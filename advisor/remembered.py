@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -34,11 +33,8 @@ class RememberedArithmetic:
 
     def __call__(self, own: dict[str, Any]) -> dict[str, Any]:
         # The names read that the event does not hold come from the run: only the others can change.
-        if self.result is not None and own.keys() & self.read == self.own:
-            names, then, then_kinds = self.key
-            now = tuple([own[name] for name in names])
-            if now == then and kinds(now) == then_kinds:
-                return self.result
+        if self.result is not None and (self.read.isdisjoint(own) if not self.own else self._unchanged(own)):
+            return self.result
         reading = _Reading({**self.run, **own})
         self.result = arithmetic(reading)
         self.read = frozenset(reading.read)
@@ -46,6 +42,13 @@ class RememberedArithmetic:
         values = tuple([own[name] for name in names])
         self.own, self.key = frozenset(names), (names, values, kinds(values))
         return self.result
+
+    def _unchanged(self, own: dict[str, Any]) -> bool:
+        names, then, then_kinds = self.key
+        if self.read.intersection(own) != self.own:
+            return False
+        now = tuple([own[name] for name in names])
+        return now == then and kinds(now) == then_kinds
 
 
 class _Reading(dict):
@@ -71,30 +74,31 @@ class _Reading(dict):
 class RememberedCondition:
     """evaluate(when, context), remembered by the values (and kinds) of the names `when` reads.
 
-    Exact because an expression reads the context only through its names: stats lines that repeat
-    those values (the same kind, no preemptions, the same cache usage) repeat the outcome.
+    A context is a run's names, an event's own names over them and the arithmetic over both. Within
+    a run only the own names and the arithmetic differ, so the outcome is remembered by the own
+    names `when` reads and the arithmetic's key. Exact because an expression reads the context only
+    through its names: stats lines that repeat those values (the same kind, no preemptions, the same
+    cache usage) repeat the outcome.
     """
 
-    def __init__(self, when: str):
-        self.when, self.names = when, names_read(when)
+    def __init__(self, when: str, run: dict[str, Any] | None = None):
+        self.when, self.names, self.run = when, names_read(when), run or {}
         self.absent = (_ABSENT,) * len(self.names)
         self.outcomes: dict[tuple, Any] = {}
 
-    def __call__(self, own: dict[str, Any], known: Any = (), whole: Callable[[], dict[str, Any]] | None = None) -> Any:
-        """The outcome over a context of `own` names over others that stay the same as long as `known`
-        does (a run's names, the arithmetic of one key). `whole()` makes that context, only when the
-        outcome is not remembered; by default `own` is the whole context."""
+    def __call__(self, own: dict[str, Any], derived: dict[str, Any] | None = None, key: Any = ()) -> Any:
+        """The outcome on an event: its own names, and the arithmetic `derived` of this key."""
         values = tuple(map(own.get, self.names, self.absent))
-        key = (known, values, kinds(values))
+        types = tuple(map(type, values)) if 0 not in values else kinds(values)  # kinds(), quicker
         try:
-            return self.outcomes[key]
+            return self.outcomes[key, values, types]
         except KeyError:
             pass
-        except TypeError:  # a list (kinds, frames) is no key
-            return evaluate(self.when, own if whole is None else whole())
+        except TypeError:  # a list (frames) is no key
+            return evaluate(self.when, {**self.run, **own, **(derived or {})})
         if len(self.outcomes) >= MAX_REMEMBERED:
             self.outcomes.clear()
-        outcome = self.outcomes[key] = evaluate(self.when, own if whole is None else whole())
+        outcome = self.outcomes[key, values, types] = evaluate(self.when, {**self.run, **own, **(derived or {})})
         return outcome
 
 

@@ -177,15 +177,12 @@ def test_arithmetic_over_a_run_is_recomputed_when_an_own_name_it_read_changes():
 
 
 def test_remembered_condition_over_layers_keys_on_the_own_names_and_the_arithmetic():
-    run = {"max_num_seqs": 4}
-    condition = RememberedCondition("running_reqs < max_num_seqs and next_port == 8001")
-    def whole(own, derived):
-        return lambda: {**run, **own, **derived}
-    assert condition({"running_reqs": 3}, "a", whole({"running_reqs": 3}, {"next_port": 8001})) is True
-    assert condition({"running_reqs": 3}, "b", whole({"running_reqs": 3}, {})) is False  # other arithmetic
-    assert condition({"running_reqs": 3}, "a", None) is True  # remembered: the context is not made
-    assert condition({"running_reqs": 3, "max_num_seqs": 2}, "a", whole({"running_reqs": 3, "max_num_seqs": 2},
-                                                                       {"next_port": 8001})) is False
+    condition = RememberedCondition("running_reqs < max_num_seqs and next_port == 8001", {"max_num_seqs": 4})
+    assert condition({"running_reqs": 3}, {"next_port": 8001}, "a") is True
+    assert condition({"running_reqs": 3}, {}, "b") is False  # other arithmetic, other key
+    assert condition({"running_reqs": 3}, {}, "a") is True  # remembered by the key: derived is not read again
+    assert condition({"running_reqs": 3, "max_num_seqs": 2}, {"next_port": 8001}, "a") is False  # own over run
+    assert condition({"running_reqs": 3.0}, {"next_port": 8001}, "a") is True
 
 
 def test_remembered_condition_tells_types_and_lists_apart():
