@@ -27,6 +27,8 @@ STARTUP_KINDS = {"engine_config", "non_default_args", "namespace_args", "server_
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
 KV_SIZING_KINDS = {"kv_available", "kv_cache_size", "gpu_blocks", "memory_profile", "weights_take",
                    "kv_reserved", "cpu_kv_reserved", "profile_row"}
+# The kinds that move a startup from one stage to the next (see place).
+STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "ready"}
 # What a traceback's frames say about the stage it failed in (function names, innermost wins).
 STAGE_BY_FUNCTION = {
     "graph_capture": {"capture_end", "capture_model", "capture", "_capture_cudagraphs", "capture_begin"},
@@ -138,21 +140,22 @@ def place(run: Run) -> list[Event]:
         last_values.update(values)
         if kind in TRACEBACK_KINDS:
             continue
+        if kind in STAGE_STEP_KINDS:  # the other kinds leave both as they are
+            capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
+            sized = sized or kind in KV_SIZING_KINDS
         phase = "runtime" if line >= runtime_from else "startup"
         stage, frames = stage_of_line.get(line, NO_STAGE)
-        capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
-        sized = sized or kind in KV_SIZING_KINDS
         if not stage:
             stage = _stage_from_context(line in weights_lines, phase, capturing, sized)
-        event = Event(fact, phase, stage, frames)
         if kind == "stats":
             engine = (fact.process, values.get("engine"))
-            event.derived = _stats_change(previous_stats.get(engine), values)
+            events.append(Event(fact, phase, stage, frames, _stats_change(previous_stats.get(engine), values)))
             previous_stats[engine] = values
+        else:
+            events.append(Event(fact, phase, stage, frames))
         running = values.get("running_reqs")
         if running is not None and (peak is None or running > peak):  # the first of equal peaks, as max() keeps
             peak = running
-        events.append(event)
     run.values, run.peak_running_reqs = last_values, peak
     for process, frames in open_frames.items():  # an excerpt cut inside a traceback
         if frames:
