@@ -106,7 +106,7 @@ def summarize(facts: list[Fact], source: str, user_command: str | None = None, m
     last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
     report = model(
         source=source,
-        vllm_version=next((r.vllm_version for r in reversed(runs) if r.vllm_version), None),
+        vllm_version=next((version for r in reversed(runs) if (version := r.vllm_version)), None),
         verdict=verdict(last_run, last_matches),
         facts=last_values(runs),
         findings=findings,
