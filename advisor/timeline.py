@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
+from types import MappingProxyType
 
 from .facts import Fact, Number
 
@@ -24,6 +25,8 @@ SERVING_KINDS = {"stats", "request_too_long", "prompt_too_long", "prompt_too_lon
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {"engine_config", "non_default_args", "namespace_args", "server_version", "weights",
                  "memory_profile", "kv_available", "kv_cache_size", "gpu_blocks", "graph_capture_start"}
+# The derived values of an event that moved nothing: one read-only mapping shared by all of them.
+NO_CHANGE: Mapping[str, float] = MappingProxyType({})
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
 KV_SIZING_KINDS = {"kv_available", "kv_cache_size", "gpu_blocks", "memory_profile", "weights_take",
                    "kv_reserved", "cpu_kv_reserved", "profile_row"}
@@ -52,7 +55,7 @@ class Event:
     phase: str  # startup | runtime
     stage: str = ""  # model_init | kv_sizing | graph_capture | serving | "" when unknown
     frames: tuple[str, ...] = ()
-    derived: dict[str, float] = field(default_factory=dict)
+    derived: Mapping[str, float] = field(default_factory=lambda: NO_CHANGE)  # read-only: shared
 
     @property
     def kind(self) -> str:
@@ -212,14 +215,14 @@ def _started_mid_way(facts: list[Fact]) -> bool:
     return any(f.kind == "frame" and f.text.get("function") in serving_frames for f in facts)
 
 
-def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> dict[str, float]:
+def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> Mapping[str, float]:
     """How the scheduler queues moved since the previous stats line of the same engine (their values)."""
     if before is None:
-        return {}
+        return NO_CHANGE
     change = {}
     # Only movements in the telling direction: a rise in running is not a "negative drop".
     if before.get("running_reqs", 0) > after.get("running_reqs", 0):
         change["running_drop"] = before["running_reqs"] - after["running_reqs"]
     if after.get("waiting_reqs", 0) > before.get("waiting_reqs", 0):
         change["waiting_rise"] = after["waiting_reqs"] - before["waiting_reqs"]
-    return change
+    return change or NO_CHANGE
