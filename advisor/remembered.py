@@ -15,28 +15,40 @@ MAX_REMEMBERED = 4096  # outcomes kept per condition: a run of ever-new values j
 
 
 class RememberedArithmetic:
-    """remedies.arithmetic for a run's events, computed again only when a name it read has changed.
+    """remedies.arithmetic over a run's names with an event's own names on top, computed again only
+    when an own name it read has changed.
 
-    Exact because arithmetic is a pure function of the names it reads (through get and []):
-    the stats lines of a run change none of them, so a day of stats lines costs one computation.
+    Exact because arithmetic is a pure function of the names it reads (through get, [] and in) and
+    the run's names are the same for every event: a day of stats lines, whose own names it reads
+    none of, costs one computation. `key` stands for what it was computed from: two events with
+    the same key get the same result.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, run: dict[str, Any] | None = None) -> None:
+        self.run = run or {}
         self.result: dict[str, Any] | None = None
-        self.names: tuple[str, ...] = ()
-        self.values: tuple[Any, ...] = ()
-        self.types: tuple[type, ...] = ()
+        self.read: frozenset[str] = frozenset()  # every name the last computation read
+        self.own: frozenset[str] = frozenset()  # those of them the event held itself
+        self.key: tuple = ()  # those own names in reading order, their values and their kinds
 
-    def __call__(self, names: dict[str, Any]) -> dict[str, Any]:
-        if self.result is not None:
-            now = tuple([names.get(name, _ABSENT) for name in self.names])
-            if now == self.values and kinds(now) == self.types:
-                return self.result
-        reading = _Reading(names)
+    def __call__(self, own: dict[str, Any]) -> dict[str, Any]:
+        # The names read that the event does not hold come from the run: only the others can change.
+        if self.result is not None and (self.read.isdisjoint(own) if not self.own else self._unchanged(own)):
+            return self.result
+        reading = _Reading({**self.run, **own})
         self.result = arithmetic(reading)
-        self.names, self.values = tuple(reading.read), tuple(reading.read.values())
-        self.types = kinds(self.values)
+        self.read = frozenset(reading.read)
+        names = tuple([name for name in reading.read if name in own])
+        values = tuple([own[name] for name in names])
+        self.own, self.key = frozenset(names), (names, values, kinds(values))
         return self.result
+
+    def _unchanged(self, own: dict[str, Any]) -> bool:
+        names, then, then_kinds = self.key
+        if self.read.intersection(own) != self.own:
+            return False
+        now = tuple([own[name] for name in names])
+        return now == then and kinds(now) == then_kinds
 
 
 class _Reading(dict):
@@ -62,26 +74,31 @@ class _Reading(dict):
 class RememberedCondition:
     """evaluate(when, context), remembered by the values (and kinds) of the names `when` reads.
 
-    Exact because an expression reads the context only through its names: stats lines that repeat
-    those values (the same kind, no preemptions, the same cache usage) repeat the outcome.
+    A context is a run's names, an event's own names over them and the arithmetic over both. Within
+    a run only the own names and the arithmetic differ, so the outcome is remembered by the own
+    names `when` reads and the arithmetic's key. Exact because an expression reads the context only
+    through its names: stats lines that repeat those values (the same kind, no preemptions, the same
+    cache usage) repeat the outcome.
     """
 
-    def __init__(self, when: str):
-        self.when, self.names = when, names_read(when)
+    def __init__(self, when: str, run: dict[str, Any] | None = None):
+        self.when, self.names, self.run = when, names_read(when), run or {}
+        self.absent = (_ABSENT,) * len(self.names)
         self.outcomes: dict[tuple, Any] = {}
 
-    def __call__(self, context: dict[str, Any]) -> Any:
-        values = tuple([context.get(name) for name in self.names])
-        key = (values, kinds(values))
+    def __call__(self, own: dict[str, Any], derived: dict[str, Any] | None = None, key: Any = ()) -> Any:
+        """The outcome on an event: its own names, and the arithmetic `derived` of this key."""
+        values = tuple(map(own.get, self.names, self.absent))
+        types = tuple(map(type, values)) if 0 not in values else kinds(values)  # kinds(), quicker
         try:
-            return self.outcomes[key]
+            return self.outcomes[key, values, types]
         except KeyError:
             pass
-        except TypeError:  # a list (kinds, frames) is no key
-            return evaluate(self.when, context)
+        except TypeError:  # a list (frames) is no key
+            return evaluate(self.when, {**self.run, **own, **(derived or {})})
         if len(self.outcomes) >= MAX_REMEMBERED:
             self.outcomes.clear()
-        outcome = self.outcomes[key] = evaluate(self.when, context)
+        outcome = self.outcomes[key, values, types] = evaluate(self.when, {**self.run, **own, **(derived or {})})
         return outcome
 
 
@@ -94,5 +111,7 @@ def names_read(expression: str) -> tuple[str, ...]:
 def kinds(values: tuple) -> tuple:
     """What equal values must share to act alike: 1 and 1.0 are equal but print differently, and
     so do 0.0 and -0.0 (NaN equals nothing, so it is never remembered)."""
+    if 0 not in values:  # no zero, so no negative zero: the types say it all
+        return tuple(map(type, values))
     return tuple([NEGATIVE_ZERO if type(value) is float and not value and math.copysign(1.0, value) < 0
                   else type(value) for value in values])

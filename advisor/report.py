@@ -106,13 +106,21 @@ def summarize(facts: list[Fact], source: str, user_command: str | None = None, m
     last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
     report = model(
         source=source,
-        vllm_version=next((r.vllm_version for r in reversed(runs) if r.vllm_version), None),
+        vllm_version=next((version for r in reversed(runs) if (version := r.vllm_version)), None),
         verdict=verdict(last_run, last_matches),
-        facts={name: value for fact in facts for name, value in fact.values.items()},
+        facts=last_values(runs),
         findings=findings,
     )
     report.command = corrected_command(last_run, findings_by_run[-1] if findings_by_run else [], user_command)
     return report
+
+
+def last_values(runs: list[Run]) -> dict[str, Number]:
+    """The last value of each name over all facts, from each run's (the runs hold every fact, in order)."""
+    values: dict[str, Number] = {}
+    for run in runs:
+        values.update(run.values)
+    return values
 
 
 def verdict(run: Run | None, matches: list[Match]) -> Verdict:

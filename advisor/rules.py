@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import string
 import tomllib
 from functools import cache
@@ -124,72 +125,103 @@ class Match(BaseModel):
     context: dict[str, Any]
 
 
-def run_context(run: Run) -> dict[str, Any]:
-    """What every event's context takes from its whole run, computed once per run: per event it
-    made matching quadratic in the length of the run (a day of stats lines)."""
-    first_exception = next((f.line for f in run.facts if f.kind == "exception"), None)
-    return {"args": {f"arg_{k}": v for k, v in run.launch_args().items() if isinstance(v, (int, float, str))},
-            "kinds": sorted(run.kinds()), "vllm_version": run.vllm_version, "shutdown_line": run.shutdown_line,
-            "first_exception": first_exception,
-            "root_cause": run.root_cause(first_exception) if first_exception is not None else None}
+# Names of the whole run that an event's own values and words do not override.
+RUN_WIDE = ("kinds", "vllm_version")
 
 
-def context_for(run: Run, event: Event, run_values: dict[str, Any],
-                whole_run: dict[str, Any] | None = None, derive=arithmetic) -> dict[str, Any]:
-    """Names a rule may use: the run's launch arguments (arg_*) and last values, the event's own
-    values and words, its kind, level, phase and stage, and the arithmetic derived from them all."""
-    whole_run = whole_run or run_context(run)
-    names: dict[str, Any] = dict(whole_run["args"])
-    names.update(run_values)
-    names.update(event.fact.values)
-    names.update(event.derived)
-    names.update(event.fact.text)
-    # Facts are in line order, so the run's first exception is the first one up to any line.
-    first_exception, shutdown_line = whole_run["first_exception"], whole_run["shutdown_line"]
-    names.update(kind=event.kind, level=event.fact.level, phase=event.phase, stage=event.stage,
-                 frames=list(event.frames), kinds=list(whole_run["kinds"]), vllm_version=whole_run["vllm_version"],
-                 exception=event.fact.text.get("type", ""),
-                 root_cause=whole_run["root_cause"] if first_exception is not None and first_exception <= event.line else None,
-                 shutting_down=shutdown_line is not None and event.line >= shutdown_line)
-    names.update(derive(names))
-    return names
+class RunContext:
+    """What the contexts of a run's events take from the whole run, computed once per run (per event
+    it made matching quadratic in the length of the run, a day of stats lines).
+
+    A context is made of three layers: the run's names, the event's own names over them, and the
+    arithmetic derived from both over all. Within a run only the event's own names (and so the
+    arithmetic) differ: an event costs a dict of its own names, the whole context is made only
+    where it is read in full.
+    """
+
+    def __init__(self, run: Run):
+        self.names: dict[str, Any] = {f"arg_{k}": v for k, v in run.launch_args().items()
+                                      if isinstance(v, (int, float, str))}
+        self.names.update(run.values)
+        if run.peak_running_reqs is not None:
+            self.names["peak_running_reqs"] = run.peak_running_reqs
+        self.names.update(kinds=sorted(run.kinds()), vllm_version=run.vllm_version)
+        first_exception = next((f.line for f in run.facts if f.kind == "exception"), None)
+        # Facts are in line order, so the run's first exception is the first one up to any line.
+        self.root_cause = run.root_cause(first_exception) if first_exception is not None else None
+        self.root_cause_from = math.inf if first_exception is None else first_exception
+        shutdown_line = run.shutdown_line
+        self.shutdown_from = math.inf if shutdown_line is None else shutdown_line
+
+    def own_names(self, event: Event) -> dict[str, Any]:
+        """The event's own names: its values, their changes and its words, its kind, level, phase, stage
+        and frames, the exception it states and the root cause and shutdown it comes after."""
+        fact = event.fact
+        line, text = fact.line, fact.text
+        names = {**fact.values, **event.derived, **text}
+        names["kind"] = fact.kind  # one by one: quicker than a dict merged in
+        names["level"] = fact.level
+        names["phase"] = event.phase
+        names["stage"] = event.stage
+        names["frames"] = list(event.frames)
+        names["exception"] = text.get("type", "")
+        names["root_cause"] = self.root_cause if line >= self.root_cause_from else None
+        names["shutting_down"] = line >= self.shutdown_from
+        for name in RUN_WIDE:
+            names.pop(name, None)
+        return names
+
+    def whole(self, own: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+        """The context a rule reads and its texts are filled from: the three layers, the upper ones winning."""
+        return {**self.names, **own, **derived}
+
+
+def context_for(run: Run, event: Event) -> dict[str, Any]:
+    """Names a rule may use on an event: the run's launch arguments (arg_*), last values, peak running
+    requests, kinds and version, the event's own names, and the arithmetic derived from them all."""
+    scope = RunContext(run)
+    own = scope.own_names(event)
+    return scope.whole(own, arithmetic({**scope.names, **own}))
 
 
 def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = None) -> list[Match]:
     """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it.
 
-    Events are walked once: an event's context is built only when a rule still waiting for its
-    kind is left, and shared by those rules (per rule and event, stats lines cost seconds).
+    Events are walked once: an event's own names are gathered only when a rule still waiting for
+    its kind is left, and shared by those rules. The conditions and the arithmetic remember their
+    outcomes by the own names they read, so on a day of stats lines the whole context is made only
+    for the few events with new values and for those a rule fires on.
     """
-    run_values = run.last_values()
-    whole_run = run_context(run)
-    running = [value for e in run.events if (value := e.fact.values.get("running_reqs")) is not None]
-    if running:
-        run_values["peak_running_reqs"] = max(running)
-    waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules that look at it, in rule order
+    scope = RunContext(run)
+    waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules still waiting for it, in rule order
     for index, rule in enumerate(rules):
         for kind in dict.fromkeys(rule.event):
             waiting.setdefault(kind, []).append(index)
+
+    def retire(index: int) -> None:  # new lists: the event being judged keeps its own
+        for kind in dict.fromkeys(rules[index].event):
+            waiting[kind] = [other for other in waiting[kind] if other != index]
+
     found: dict[int, Match] = {}
-    done: set[int] = set()
-    derive = RememberedArithmetic()
-    conditions = [RememberedCondition(rule.when) for rule in rules]
+    derive = RememberedArithmetic(scope.names)
+    conditions = [RememberedCondition(rule.when, scope.names) for rule in rules]
     for event in run.events if events is None else events:
-        candidates = [index for index in waiting.get(event.kind, ()) if index not in done]
+        candidates = waiting.get(event.kind)
         if not candidates:
             continue
-        context = context_for(run, event, run_values, whole_run, derive)
+        own = scope.own_names(event)
+        derived = derive(own)
         for index in candidates:
             rule = rules[index]
             try:
-                fired = conditions[index](context)
+                fired = conditions[index](own, derived, derive.key)
             except Exception:  # a broken rule must not sink the analysis
                 log.exception("rule %s failed on line %d", rule.code, event.line)
-                done.add(index)
+                retire(index)
                 continue
             if fired:
-                found[index] = Match(rule=rule, event=event, context=context)
-                done.add(index)
+                found[index] = Match(rule=rule, event=event, context=scope.whole(own, derived))
+                retire(index)
     return without_superseded([found[index] for index in sorted(found)])
 
 

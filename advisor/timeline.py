@@ -1,13 +1,20 @@
 """Timeline: facts in order, grouped into runs, tracebacks joined, each fact given its phase and stage."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
+from types import MappingProxyType
 
-from .facts import Fact
+from .facts import Fact, Number
 
 # A run starts with these; vLLM prints them once per launch.
 RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
+# The only kinds that can begin a new run (see starts_new_run).
+STARTING_KINDS = RUN_MARKERS | {"engine_config"}
+# Traceback plumbing: joined into the exception it ends, not an event of its own.
+TRACEBACK_KINDS = {"traceback_start", "frame"}
 # A run that shows one of these is over: a marker or an engine config after it begins the next run.
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over (DESIGN.md, "Phase").
@@ -18,8 +25,13 @@ SERVING_KINDS = {"stats", "request_too_long", "prompt_too_long", "prompt_too_lon
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {"engine_config", "non_default_args", "namespace_args", "server_version", "weights",
                  "memory_profile", "kv_available", "kv_cache_size", "gpu_blocks", "graph_capture_start"}
+# The derived values of an event that moved nothing: one read-only mapping shared by all of them.
+NO_CHANGE: Mapping[str, float] = MappingProxyType({})
+NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
 KV_SIZING_KINDS = {"kv_available", "kv_cache_size", "gpu_blocks", "memory_profile", "weights_take",
                    "kv_reserved", "cpu_kv_reserved", "profile_row"}
+# The kinds that move a startup from one stage to the next (see place).
+STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "ready"}
 # What a traceback's frames say about the stage it failed in (function names, innermost wins).
 STAGE_BY_FUNCTION = {
     "graph_capture": {"capture_end", "capture_model", "capture", "_capture_cudagraphs", "capture_begin"},
@@ -43,7 +55,7 @@ class Event:
     phase: str  # startup | runtime
     stage: str = ""  # model_init | kv_sizing | graph_capture | serving | "" when unknown
     frames: tuple[str, ...] = ()
-    derived: dict[str, float] = field(default_factory=dict)
+    derived: Mapping[str, float] = field(default_factory=lambda: NO_CHANGE)  # read-only: shared
 
     @property
     def kind(self) -> str:
@@ -61,6 +73,9 @@ class Run:
     index: int
     facts: list[Fact] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # Read by place() in the pass that places the events: a packed fact builds its values on each read.
+    values: dict[str, Number] = field(default_factory=dict)  # the last value of each name
+    peak_running_reqs: Number | None = None  # the most requests an event shows running at once
 
     def kinds(self) -> set[str]:
         return {f.kind for f in self.facts}
@@ -85,23 +100,19 @@ class Run:
         first = next((f for f in self.facts if f.kind == "exception" and f.line <= before_line), None)
         return f"{first.text['type']}: {first.text.get('message', '')}".strip(": ") if first else None
 
-    def last_values(self) -> dict[str, float]:
-        values: dict[str, float] = {}
-        for fact in self.facts:
-            values.update(fact.values)
-        return values
-
 
 def split_runs(facts: Iterable[Fact]) -> list[Run]:
     """Group facts into runs: a restart in the same file begins a new one."""
     runs = [Run(0)]
     seen: set[str] = set()  # kinds of the current run, kept as we go: Run.kinds() per fact was quadratic
+    current = runs[0].facts
     for fact in facts:
-        if starts_new_run(seen, fact):
+        kind = fact.kind
+        if kind in STARTING_KINDS and starts_new_run(seen, fact):  # the first test spares a call per fact
             runs.append(Run(len(runs)))
-            seen = set()
-        runs[-1].facts.append(fact)
-        seen.add(fact.kind)
+            current, seen = runs[-1].facts, set()
+        current.append(fact)
+        seen.add(kind)
     for run in runs:
         run.events = place(run)
     return [run for run in runs if run.facts]
@@ -109,52 +120,70 @@ def split_runs(facts: Iterable[Fact]) -> list[Run]:
 
 def starts_new_run(kinds: set[str], fact: Fact) -> bool:
     """Whether a fact begins a new launch, given the kinds of fact the current run has shown."""
-    finished = bool(kinds & FINISHED_KINDS)
+    finished = not kinds.isdisjoint(FINISHED_KINDS)
     if fact.kind in RUN_MARKERS:
         return finished or fact.kind in kinds
     return fact.kind == "engine_config" and finished
 
 
 def place(run: Run) -> list[Event]:
-    """Give each fact of a run its phase and stage, joining tracebacks with their final exception."""
-    ready = run.ready_line
-    mid_way = ready is None and _started_mid_way(run.facts)
-    open_frames: dict[str | None, list[str]] = {}
-    stage_of_line: dict[int, tuple[str, tuple[str, ...]]] = {}
-    for fact in run.facts:
-        if fact.kind == "traceback_start":
-            open_frames[fact.process] = []
-        elif fact.kind == "frame":  # an excerpt may start inside a traceback
-            open_frames.setdefault(fact.process, []).append(fact.text.get("function", ""))
-        elif fact.kind == "exception":
-            frames = tuple(open_frames.pop(fact.process, ()))
-            stage_of_line[fact.line] = (stage_from_frames(frames), frames)
-    weights_lines = {f.line for f in run.facts if f.kind == "weights_create_failed"}
+    """Give each fact of a run its phase and stage, joining tracebacks with their final exception;
+    note the run's last values and peak of running requests on the way."""
+    facts = run.facts
+    runtime_from = run.ready_line  # facts from this line on happen at runtime
+    if runtime_from is None:  # never ready: all runtime if the excerpt began after readiness, else all startup
+        runtime_from = -math.inf if _started_mid_way(facts) else math.inf
+    stage_of_line, open_frames = _traceback_stages(facts)
+    weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
     events, previous_stats, capturing, sized = [], {}, False, False
-    for fact in run.facts:
-        if fact.kind in ("traceback_start", "frame"):
+    last_values: dict[str, Number] = {}
+    peak = None
+    for fact in facts:
+        kind, line, values = fact.kind, fact.line, fact.values  # read once: a packed fact builds its values on each read
+        last_values.update(values)
+        if kind in TRACEBACK_KINDS:
             continue
-        phase = "runtime" if mid_way or (ready is not None and fact.line >= ready) else "startup"
-        stage, frames = stage_of_line.get(fact.line, ("", ()))
-        capturing = (capturing or fact.kind == "graph_capture_start") and fact.kind not in ("graph_captured", "ready")
-        sized = sized or fact.kind in KV_SIZING_KINDS
+        if kind in STAGE_STEP_KINDS:  # the other kinds leave both as they are
+            capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
+            sized = sized or kind in KV_SIZING_KINDS
+        phase = "runtime" if line >= runtime_from else "startup"
+        stage, frames = stage_of_line.get(line, NO_STAGE)
         if not stage:
-            stage = _stage_from_context(fact.line in weights_lines, phase, capturing, sized)
-        event = Event(fact, phase, stage, frames)
-        if fact.kind == "stats":
-            values = fact.values  # read once: a packed fact builds its values on each read
+            stage = _stage_from_context(line in weights_lines, phase, capturing, sized)
+        if kind == "stats":
             engine = (fact.process, values.get("engine"))
-            event.derived = _stats_change(previous_stats.get(engine), values)
+            events.append(Event(fact, phase, stage, frames, _stats_change(previous_stats.get(engine), values)))
             previous_stats[engine] = values
-        events.append(event)
+        else:
+            events.append(Event(fact, phase, stage, frames))
+        running = values.get("running_reqs")
+        if running is not None and (peak is None or running > peak):  # the first of equal peaks, as max() keeps
+            peak = running
+    run.values, run.peak_running_reqs = last_values, peak
     for process, frames in open_frames.items():  # an excerpt cut inside a traceback
         if frames:
-            last = max(f.line for f in run.facts if f.process == process)
-            level = next(f.level for f in reversed(run.facts) if f.process == process)
+            last = max(f.line for f in facts if f.process == process)
+            level = next(f.level for f in reversed(facts) if f.process == process)
             stub = Fact(kind="incomplete_traceback", line=last, process=process, level=level)
-            phase = "runtime" if mid_way or (ready is not None and last >= ready) else "startup"
+            phase = "runtime" if last >= runtime_from else "startup"
             events.append(Event(stub, phase, stage_from_frames(tuple(frames)), tuple(frames)))
-    return sorted(events, key=lambda e: e.line)
+    return sorted(events, key=attrgetter("fact.line"))
+
+
+def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str, ...]]], dict[str | None, list[str]]]:
+    """The stage and frames of each exception's line, and the frames of tracebacks left open at the end."""
+    open_frames: dict[str | None, list[str]] = {}
+    stage_of_line: dict[int, tuple[str, tuple[str, ...]]] = {}
+    for fact in facts:
+        kind = fact.kind
+        if kind == "traceback_start":
+            open_frames[fact.process] = []
+        elif kind == "frame":  # an excerpt may start inside a traceback
+            open_frames.setdefault(fact.process, []).append(fact.text.get("function", ""))
+        elif kind == "exception":
+            frames = tuple(open_frames.pop(fact.process, ()))
+            stage_of_line[fact.line] = (stage_from_frames(frames), frames)
+    return stage_of_line, open_frames
 
 
 def stage_from_frames(frames: tuple[str, ...]) -> str:
@@ -186,14 +215,14 @@ def _started_mid_way(facts: list[Fact]) -> bool:
     return any(f.kind == "frame" and f.text.get("function") in serving_frames for f in facts)
 
 
-def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> dict[str, float]:
+def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> Mapping[str, float]:
     """How the scheduler queues moved since the previous stats line of the same engine (their values)."""
     if before is None:
-        return {}
+        return NO_CHANGE
     change = {}
     # Only movements in the telling direction: a rise in running is not a "negative drop".
     if before.get("running_reqs", 0) > after.get("running_reqs", 0):
         change["running_drop"] = before["running_reqs"] - after["running_reqs"]
     if after.get("waiting_reqs", 0) > before.get("waiting_reqs", 0):
         change["waiting_rise"] = after["waiting_reqs"] - before["waiting_reqs"]
-    return change
+    return change or NO_CHANGE

@@ -164,6 +164,27 @@ def test_arithmetic_is_recomputed_when_a_name_it_read_changes():
     assert str(derive({"free_gpu_gib": -0.0, "total_gpu_gib": 8.0})["free_fraction"]) == "-0.0"
 
 
+def test_arithmetic_over_a_run_is_recomputed_when_an_own_name_it_read_changes():
+    derive = RememberedArithmetic({"arg_port": 8000, "gpu_memory_utilization": 0.9})
+    assert derive({"running_reqs": 3})["next_port"] == 8001
+    stats_key = derive.key
+    assert "next_port" not in derive({"arg_port": 8000.0})  # equal to 8000, but no int: no next port
+    assert derive.key != stats_key
+    assert derive({"arg_port": 8000})["next_port"] == 8001
+    assert derive({"gpu_memory_utilization": 0.8, "running_reqs": 3})["next_utilization"] == 0.82
+    assert derive({"running_reqs": 4})["next_utilization"] == 0.92  # back to the run's own utilization
+    assert derive.key == stats_key  # names it does not read make no difference
+
+
+def test_remembered_condition_over_layers_keys_on_the_own_names_and_the_arithmetic():
+    condition = RememberedCondition("running_reqs < max_num_seqs and next_port == 8001", {"max_num_seqs": 4})
+    assert condition({"running_reqs": 3}, {"next_port": 8001}, "a") is True
+    assert condition({"running_reqs": 3}, {}, "b") is False  # other arithmetic, other key
+    assert condition({"running_reqs": 3}, {}, "a") is True  # remembered by the key: derived is not read again
+    assert condition({"running_reqs": 3, "max_num_seqs": 2}, {"next_port": 8001}, "a") is False  # own over run
+    assert condition({"running_reqs": 3.0}, {"next_port": 8001}, "a") is True
+
+
 def test_remembered_condition_tells_types_and_lists_apart():
     condition = RememberedCondition("str(running_reqs) == '1' and 'stats' in kinds")
     assert condition({"running_reqs": 1, "kinds": ["stats"]}) is True

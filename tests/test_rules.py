@@ -5,8 +5,11 @@ import textwrap
 
 import pytest
 
-from advisor.rules import RuleSetError, load_rules
-from conftest import analyze_fixture
+from advisor import scan
+from advisor.expressions import evaluate
+from advisor.rules import Match, RuleSetError, context_for, load_rules, match_run, without_superseded
+from advisor.timeline import split_runs
+from conftest import FIXTURES, analyze_fixture
 
 # rule code: (a fixture it must fire on, a near-miss fixture it must not fire on)
 CASES = {
@@ -43,6 +46,27 @@ def test_rule_fires_on_its_log_only(code):
     fires, near_miss = CASES[code]
     assert code in {f.rule for f in analyze_fixture(fires).findings}
     assert code not in {f.rule for f in analyze_fixture(near_miss).findings}
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.log")), ids=lambda p: p.name[:40])
+def test_matching_finds_what_judging_every_event_whole_finds(path):
+    # match_run remembers outcomes and makes an event's whole context only where it is read: it must
+    # find the rules, events and contexts that judging each rule on each event's whole context finds.
+    rules = load_rules()
+    for run in split_runs(scan.scan_file(str(path))):
+        plain: dict[int, Match] = {}
+        for event in run.events:
+            for index, rule in enumerate(rules):
+                if index not in plain and event.kind in rule.event:
+                    context = context_for(run, event)
+                    if evaluate(rule.when, context):
+                        plain[index] = Match(rule=rule, event=event, context=context)
+        expected = without_superseded([plain[index] for index in sorted(plain)])
+        found = match_run(run, rules)
+        assert [(m.rule.code, m.event.line) for m in found] == [(m.rule.code, m.event.line) for m in expected]
+        for got, want in zip(found, expected):  # equal, and of the same types: 1 and 1.0 print apart
+            assert got.context == want.context
+            assert {k: type(v) for k, v in got.context.items()} == {k: type(v) for k, v in want.context.items()}
 
 
 def test_every_rule_has_cases():
