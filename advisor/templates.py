@@ -125,7 +125,7 @@ class FactTemplates:
                     return None
                 else:
                     sources[index, name] = (start, end)
-        return _Recipe(facts, sources, text)
+        return _recipe(facts, sources, text)
 
 
 def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], parse) -> _Recipe | None:
@@ -149,6 +149,13 @@ def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], p
         if where is None:
             return None
         sources[index, name] = where
+    return _recipe(facts, sources, text)
+
+
+def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], text: str) -> _Recipe | None:
+    """The recipe that reads these sources, unless one of them may read a value a Fact would drop."""
+    if any(_reader(text[start:end]) is None for (_, name), (start, end) in sources.items() if name != PROCESS):
+        return None
     return _Recipe(facts, sources, text)
 
 
@@ -179,10 +186,15 @@ class _Recipe:
 
 def _reader(span_text: str):
     """number() for every span of this one's shape (same digit count, same point), made cheap: with
-    a point it is float(); up to 15 digits a float holds the integer exactly, so it is int()."""
-    if "." in span_text:
-        return float
-    return int if len(span_text) <= 15 else number
+    a point it is float(); up to 15 digits a float holds the integer exactly, so it is int().
+
+    None when a span of this shape may read a value that a Fact drops (facts.plausible): up to 15
+    digits before the point stay below MAX_FIGURE, up to 6 after it reach MIN_FIGURE unless all 0.
+    """
+    whole, point, decimals = span_text.partition(".")
+    if len(whole) > 15 or len(decimals) > 6:
+        return None
+    return float if point else int
 
 
 class PackedFact:

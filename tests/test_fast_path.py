@@ -132,3 +132,16 @@ def test_stats_lines_are_read_by_recipe():
         learned.parse_line(line.text, line.number)
     stats_keys = [key for key in learned.recipes if b"Avg prompt throughput" in key]
     assert stats_keys and all(learned.recipes[key] for key in stats_keys)
+
+
+@pytest.mark.parametrize("learned_from, value", [("0.0000000", "0.0000001"), ("0999999999999999.9", "9000000000000000.0")])
+def test_recipe_never_reads_a_value_that_a_fact_drops(learned_from, value):
+    # A Fact drops a value too small or too big to be plausible: a recipe learned where the number
+    # read a plausible value must not read such a value from a later line of the same shape.
+    path = next(FIXTURES.glob("corpus/091-*.log"))
+    text = next(line.text for line in sources.lines(sources.read_chunks(str(path))) if "Avg prompt" in line.text)
+    start, end = re.search(r"Avg prompt throughput: ([\d.]+)", text).span(1)
+    learned = templates.FactTemplates()
+    learned.parse_line(text[:start] + learned_from + text[end:], 1)
+    other = text[:start] + value + text[end:]
+    assert learned.parse_line(other, 1) == parse_line(other, 1)
