@@ -186,7 +186,7 @@ def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], 
     readers = {place: _reader(text[start:end]) for place, (start, end) in sources.items() if place[1] != PROCESS}
     if None in readers.values():
         return None
-    plans = [[(*sources[index, name], readers[index, name]) if (index, name) in sources else value
+    plans = [[(*sources[index, name], readers[index, name]) if (index, name) in sources else (0, 0, _constant(value))
               for name, value in fact.values.items()] for index, fact in enumerate(facts)]
     return _Recipe(facts, plans, [sources.get((index, PROCESS)) for index in range(len(facts))])
 
@@ -197,15 +197,14 @@ class _Recipe:
     def __init__(self, facts: list[Fact], plans: list[list], process_spans: list[tuple[int, int] | None]):
         self.facts = facts
         self.names = [tuple(fact.values) for fact in facts]
-        # Per fact, per value in order: (start, end, reader) of its number in the line, or the constant.
+        # Per fact, per value in order: (start, end, reader) of its number in the line.
         self.plans = plans
         self.process_spans = process_spans
         self.processes: dict[str | bytes, str] = {}  # one string per process tag, not one per line
 
     def moved(self, prefix: int) -> _Recipe:
         """This recipe for lines that carry `prefix` more characters in front of the text."""
-        plans = [[(step[0] + prefix, step[1] + prefix, step[2]) if type(step) is tuple else step for step in plan]
-                 for plan in self.plans]
+        plans = [[(start + prefix, end + prefix, read) for start, end, read in plan] for plan in self.plans]
         spans = [span and (span[0] + prefix, span[1] + prefix) for span in self.process_spans]
         return _Recipe(self.facts, plans, spans)
 
@@ -213,7 +212,7 @@ class _Recipe:
         """The facts of a line of this recipe's key: its text, or its raw ASCII bytes (int and float read bytes)."""
         out = []
         for fact, names, plan, process_span in zip(self.facts, self.names, self.plans, self.process_spans):
-            numbers = tuple([step[2](text[step[0]:step[1]]) if type(step) is tuple else step for step in plan])
+            numbers = tuple([read(text[start:end]) for start, end, read in plan])
             process = fact.process
             if process_span:
                 tag = text[process_span[0]:process_span[1]]
@@ -225,6 +224,11 @@ class _Recipe:
 
 
 NO_FACTS = _Recipe([], [], [])  # a candidate line whose text has no anchor
+
+
+def _constant(value):
+    """The reader of a value that no number of the line changes."""
+    return lambda _: value
 
 
 def _reader(span_text: str):
