@@ -26,6 +26,9 @@ DIGIT_SENSITIVE = {
 # Digit-uniform itself, so two lines with one key either both match it or neither does.
 BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))
 MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears and refills
+# Raw recipes are for lines up to this long: longer ones are rare (launch arguments, long error
+# messages) and go the plain way, so MAX_TEMPLATES raw keys hold 4 MB at most.
+MAX_RAW_LINE = 1024
 
 
 class TemplateCache:
@@ -97,6 +100,8 @@ class FactTemplates:
 
         Keyed by the raw bytes with digits zeroed: lines of one such key lose the same prefix to
         cleaning (see stripped_prefix), so their texts share a key too, and so a recipe."""
+        if len(raw) > MAX_RAW_LINE:
+            return None
         key = raw.translate(DIGIT_BYTES_TO_ZERO)
         if key not in self.raw_recipes:
             if len(self.raw_recipes) >= MAX_TEMPLATES:
