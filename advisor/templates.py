@@ -117,10 +117,8 @@ class FactTemplates:
         text = raw[prefix:].decode("ascii")
         if BYPASS.search(text):
             return None
-        if not anchor_regex().search(text):
-            return NO_FACTS
-        self.parse_line(text, 0)  # learns the text's recipe
-        recipe = self.recipes[raw[prefix:].translate(DIGIT_BYTES_TO_ZERO)]
+        self.parse_line(text, 0)  # learns the text's recipe; a text without an anchor has none, and no facts
+        recipe = self.recipes.get(raw[prefix:].translate(DIGIT_BYTES_TO_ZERO), NO_FACTS)
         return recipe and recipe.moved(prefix)
 
     def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
