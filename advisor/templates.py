@@ -117,8 +117,7 @@ class FactTemplates:
         text = raw[prefix:].decode("ascii")
         if BYPASS.search(text):
             return None
-        self.parse_line(text, 0)  # learns the text's recipe; a text without an anchor has none, and no facts
-        recipe = self.recipes.get(raw[prefix:].translate(DIGIT_BYTES_TO_ZERO), NO_FACTS)
+        recipe = self._learn(text)  # of no facts for a text without an anchor
         return recipe and recipe.moved(prefix)
 
     def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
@@ -224,9 +223,6 @@ class _Recipe:
                     process = self.processes[tag] = tag if type(tag) is str else tag.decode("ascii")
             out.append(PackedFact(fact, names, line, numbers, process))
         return out
-
-
-NO_FACTS = _Recipe([], [], [])  # a candidate line whose text has no anchor
 
 
 def _constant(value):
