@@ -41,6 +41,9 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
 # sources.clean() deletes these before the grammar sees a line, so they may split an anchor
 # ("CUDA \x1b[1mout of memory"): a line holding one is always a candidate.
 CLEANED_AWAY = ("\x1b", "^[[", "\x00")
+# A journald JSON record's MESSAGE is decoded first (JSON escapes, or a list of byte values), so
+# its anchors may not be in the raw bytes at all: a line holding the key is always a candidate.
+JOURNAL_KEY = '"MESSAGE"'
 
 
 def anchor_literals() -> tuple[bytes, ...]:
@@ -54,6 +57,7 @@ def anchor_literals() -> tuple[bytes, ...]:
         else:
             words.extend(REGEX_ANCHOR_LITERALS[terminal.name])
     words.extend(CLEANED_AWAY)
+    words.append(JOURNAL_KEY)
     return tuple(dict.fromkeys(word.encode() for word in words))
 
 

@@ -140,13 +140,16 @@ def _scan_lines(chunks: Iterable[bytes], engine: str | None) -> tuple[list[Fact]
     A line with no anchor literal has no anchor after cleaning either, so it can state no fact:
     skipping it is exact. Line numbers come from counting newlines up to each candidate.
     """
-    find_hits = matcher(engine)
-    parse_line, bound = FactTemplates().parse_line, TracebackBound()
-
-    def parse(text: str, number: int) -> list[Fact]:
-        return [kept for fact in parse_line(text, number) for kept in bound.add(fact)]
-
+    find_hits, templates, bound = matcher(engine), FactTemplates(), TracebackBound()
     facts: list[Fact] = []
+
+    def read(raw: bytes, number: int) -> None:
+        """Add the facts of one candidate line: by a raw recipe when its shape has one."""
+        found = templates.parse_raw(raw, number)
+        if found is None:
+            found = [fact for line in line_segments(number, raw) for fact in templates.parse_line(line.text, number)]
+        facts.extend(kept for fact in found for kept in bound.add(fact))
+
     number = 0  # newlines before the start of `pending`
     pending = b""
     for block in _blocks(chunks):
@@ -156,12 +159,12 @@ def _scan_lines(chunks: Iterable[bytes], engine: str | None) -> tuple[list[Fact]
             continue
         # The carried-over line is finished by the block's first newline: scan it on its own, then
         # the block's whole lines in place, so the big block is never copied.
-        number = _scan(pending + block[:first], 0, None, number, find_hits, parse, facts)
+        number = _scan(pending + block[:first], 0, None, number, find_hits, read)
         last = block.rfind(b"\n") + 1
-        number = _scan(block, first, last, number, find_hits, parse, facts)
+        number = _scan(block, first, last, number, find_hits, read)
         pending = block[last:last + MAX_LINE]
     if pending:
-        _scan(pending, 0, None, number, find_hits, parse, facts)
+        _scan(pending, 0, None, number, find_hits, read)
     facts.extend(bound.finish())
     return facts, number
 
@@ -179,8 +182,8 @@ def _blocks(chunks: Iterable[bytes]) -> Iterable[bytes]:
         yield b"".join(parts)
 
 
-def _scan(buffer: bytes, begin: int, end: int | None, number: int, find_hits, parse, facts: list[Fact]) -> int:
-    """Parse the candidate lines of buffer[begin:end], whole lines; return the newline count after them."""
+def _scan(buffer: bytes, begin: int, end: int | None, number: int, find_hits, read) -> int:
+    """read() the candidate lines of buffer[begin:end], whole lines; return the newline count after them."""
     end = len(buffer) if end is None else end
     hits = find_hits(buffer)
     starts = sorted({buffer.rfind(b"\n", 0, hit) + 1 for hit in hits if begin <= hit < end})
@@ -188,8 +191,6 @@ def _scan(buffer: bytes, begin: int, end: int | None, number: int, find_hits, pa
     for start in starts:
         number += buffer.count(b"\n", position, start)
         stop = buffer.find(b"\n", start, end)
-        stop = stop if stop >= 0 else end
-        for line in line_segments(number + 1, buffer[start:stop]):
-            facts.extend(parse(line.text, line.number))
+        read(bytes(buffer[start:stop if stop >= 0 else end]), number + 1)
         position = start
     return number + buffer.count(b"\n", position, end)

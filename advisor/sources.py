@@ -57,6 +57,25 @@ def line_segments(number: int, raw: bytes) -> Iterator[Line]:
         yield Line(number, clean(segment))
 
 
+# What makes line_segments do more to a line than decode it and strip wrappers from its start: a CR
+# or LF splits it, MESSAGE may mean a journald record, ESC, "^[[" and NUL are cleaned out of its middle
+# and Ray's note off its end. None holds a digit, so lines that differ only in digits agree on them.
+RESHAPING = (b"\r", b"\n", b"MESSAGE", b"\x1b", b"^[[", b"\x00", b"across cluster]")
+
+
+def stripped_prefix(raw: bytes) -> int | None:
+    """How many leading bytes line_segments strips from this physical line, when its one segment
+    is the rest of the bytes as they are; None when it may do more.
+
+    The answer holds for every line with the same bytes but for digits: it is ASCII as well, has
+    the same length and RESHAPING bytes, and the wrapper regexes treat all digits alike
+    (tests/test_fast_path.py), so they match prefixes of the same length.
+    """
+    if len(raw) > MAX_LINE or not raw.isascii() or any(mark in raw for mark in RESHAPING):
+        return None
+    return len(raw) - len(clean(raw.decode("ascii")))
+
+
 def read_chunks(path: str) -> Iterator[bytes]:
     """The bytes of a file (gunzipped when it is gzip), or of stdin for '-'."""
     stream = sys.stdin.buffer if path == "-" else open(path, "rb")

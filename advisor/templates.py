@@ -8,6 +8,7 @@ from lark.exceptions import LarkError
 
 from .facts import Fact, number
 from .grammar import anchor_regex, parse_line
+from .sources import stripped_prefix
 
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
 # a cached tree sits at the same offsets in any line with the same key.
@@ -25,6 +26,9 @@ DIGIT_SENSITIVE = {
 # Digit-uniform itself, so two lines with one key either both match it or neither does.
 BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))
 MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears and refills
+# Raw recipes are for lines up to this long: longer ones are rare (launch arguments, long error
+# messages) and go the plain way, so MAX_TEMPLATES raw keys hold 4 MB at most.
+MAX_RAW_LINE = 1024
 
 
 class TemplateCache:
@@ -88,6 +92,33 @@ class FactTemplates:
     def __init__(self) -> None:
         self.trees = TemplateCache()
         self.recipes: dict[bytes, _Recipe | None] = {}
+        self.raw_recipes: dict[bytes, _Recipe | None] = {}
+
+    def parse_raw(self, raw: bytes, line: int) -> list[PackedFact] | None:
+        """The facts of the one line sources.line_segments makes of these raw bytes, read by a recipe
+        straight from them; None when the line must be decoded, cleaned and parsed (parse_line).
+
+        Keyed by the raw bytes with digits zeroed: lines of one such key lose the same prefix to
+        cleaning (see stripped_prefix), so their texts share a key too, and so a recipe."""
+        if len(raw) > MAX_RAW_LINE:
+            return None
+        key = raw.translate(DIGIT_BYTES_TO_ZERO)
+        if key not in self.raw_recipes:
+            if len(self.raw_recipes) >= MAX_TEMPLATES:
+                self.raw_recipes.clear()
+            self.raw_recipes[key] = self._learn_raw(raw)
+        recipe = self.raw_recipes[key]
+        return None if recipe is None else recipe.apply(raw, line)
+
+    def _learn_raw(self, raw: bytes) -> _Recipe | None:
+        prefix = stripped_prefix(raw)
+        if prefix is None:
+            return None
+        text = raw[prefix:].decode("ascii")
+        if BYPASS.search(text):
+            return None
+        recipe = self._learn(text)  # of no facts for a text without an anchor
+        return recipe and recipe.moved(prefix)
 
     def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
         if BYPASS.search(text):
@@ -125,7 +156,7 @@ class FactTemplates:
                     return None
                 else:
                     sources[index, name] = (start, end)
-        return _Recipe(facts, sources, text)
+        return _recipe(facts, sources, text)
 
 
 def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], parse) -> _Recipe | None:
@@ -149,40 +180,67 @@ def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], p
         if where is None:
             return None
         sources[index, name] = where
-    return _Recipe(facts, sources, text)
+    return _recipe(facts, sources, text)
+
+
+def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], text: str) -> _Recipe | None:
+    """The recipe that reads these sources, unless one of them may read a value a Fact would drop."""
+    readers = {place: _reader(text[start:end]) for place, (start, end) in sources.items() if place[1] != PROCESS}
+    if None in readers.values():
+        return None
+    plans = [[(*sources[index, name], readers[index, name]) if (index, name) in sources else (0, 0, _constant(value))
+              for name, value in fact.values.items()] for index, fact in enumerate(facts)]
+    return _Recipe(facts, plans, [sources.get((index, PROCESS)) for index in range(len(facts))])
 
 
 class _Recipe:
     __slots__ = ("facts", "names", "plans", "process_spans", "processes")
 
-    def __init__(self, facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], text: str):
+    def __init__(self, facts: list[Fact], plans: list[list], process_spans: list[tuple[int, int] | None]):
         self.facts = facts
         self.names = [tuple(fact.values) for fact in facts]
-        # Per fact, per value in order: (start, end, reader) of its number in the line, or the constant.
-        self.plans = [[(*sources[index, name], _reader(text[slice(*sources[index, name])]))
-                       if (index, name) in sources else value for name, value in fact.values.items()]
-                      for index, fact in enumerate(facts)]
-        self.process_spans = [sources.get((index, PROCESS)) for index in range(len(facts))]
-        self.processes: dict[str, str] = {}  # one string per process tag, not one per line
+        # Per fact, per value in order: (start, end, reader) of its number in the line.
+        self.plans = plans
+        self.process_spans = process_spans
+        self.processes: dict[str | bytes, str] = {}  # one string per process tag, not one per line
 
-    def apply(self, text: str, line: int) -> list[PackedFact]:
+    def moved(self, prefix: int) -> _Recipe:
+        """This recipe for lines that carry `prefix` more characters in front of the text."""
+        plans = [[(start + prefix, end + prefix, read) for start, end, read in plan] for plan in self.plans]
+        spans = [span and (span[0] + prefix, span[1] + prefix) for span in self.process_spans]
+        return _Recipe(self.facts, plans, spans)
+
+    def apply(self, text: str | bytes, line: int) -> list[PackedFact]:
+        """The facts of a line of this recipe's key: its text, or its raw ASCII bytes (int and float read bytes)."""
         out = []
         for fact, names, plan, process_span in zip(self.facts, self.names, self.plans, self.process_spans):
-            numbers = tuple([step[2](text[step[0]:step[1]]) if type(step) is tuple else step for step in plan])
+            numbers = tuple([read(text[start:end]) for start, end, read in plan])
             process = fact.process
             if process_span:
-                process = text[process_span[0]:process_span[1]]
-                process = self.processes.setdefault(process, process)
+                tag = text[process_span[0]:process_span[1]]
+                process = self.processes.get(tag)
+                if process is None:
+                    process = self.processes[tag] = tag if type(tag) is str else tag.decode("ascii")
             out.append(PackedFact(fact, names, line, numbers, process))
         return out
 
 
+def _constant(value):
+    """The reader of a value that no number of the line changes."""
+    return lambda _: value
+
+
 def _reader(span_text: str):
     """number() for every span of this one's shape (same digit count, same point), made cheap: with
-    a point it is float(); up to 15 digits a float holds the integer exactly, so it is int()."""
-    if "." in span_text:
-        return float
-    return int if len(span_text) <= 15 else number
+    a point it is float(); up to 15 digits a float holds the integer exactly, so it is int().
+
+    None when a span of this shape may read a value that a Fact drops (facts.plausible): up to 15
+    digits before the point stay below MAX_FIGURE, up to 6 after it reach MIN_FIGURE unless all 0.
+    """
+    whole, point, decimals = span_text.partition(".")
+    if len(whole) > 15 or len(decimals) > 6:
+        return None
+    return float if point else int
 
 
 class PackedFact:

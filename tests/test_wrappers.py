@@ -10,8 +10,8 @@ from itertools import cycle
 
 import pytest
 
-from advisor import sources
-from advisor.report import analyze
+from advisor import scan, sources
+from advisor.report import analyze, parse
 from conftest import FIXTURES
 
 LOGS = sorted(FIXTURES.rglob("*.log"))
@@ -159,6 +159,14 @@ def test_wrapping_keeps_the_report(log, form):
     assert wrapped["verdict"] == expected["verdict"], f"{log.name} wrapped as {form}"
     assert wrapped["events"] == expected["events"], f"{log.name} wrapped as {form}"
     assert wrapped == expected, f"{log.name} wrapped as {form}"
+
+
+@pytest.mark.parametrize("form", sorted(WHOLE_FILE))
+def test_fast_path_reads_wrapped_lines_as_the_plain_path(form):
+    # The fast path reads lines of a known shape straight from the raw bytes, wrapper and all.
+    for log in LOGS:
+        data = WHOLE_FILE[form](log.read_bytes())
+        assert scan.scan_chunks(_chunks(data)) == parse(sources.lines(_chunks(data))), f"{log.name} wrapped as {form}"
 
 
 def test_forms_really_wrap():
