@@ -220,9 +220,12 @@ def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> M
     if before is None:
         return NO_CHANGE
     change = {}
-    # Only movements in the telling direction: a rise in running is not a "negative drop".
-    if before.get("running_reqs", 0) > after.get("running_reqs", 0):
-        change["running_drop"] = before["running_reqs"] - after["running_reqs"]
-    if after.get("waiting_reqs", 0) > before.get("waiting_reqs", 0):
-        change["waiting_rise"] = after["waiting_reqs"] - before["waiting_reqs"]
+    # Only movements in the telling direction: a rise in running is not a "negative drop". A count
+    # the line did not print (cut short by a CR) is unknown, not zero: it moved nothing.
+    running_before, running_after = before.get("running_reqs"), after.get("running_reqs")
+    if running_before is not None and running_after is not None and running_before > running_after:
+        change["running_drop"] = running_before - running_after
+    waiting_before, waiting_after = before.get("waiting_reqs"), after.get("waiting_reqs")
+    if waiting_before is not None and waiting_after is not None and waiting_after > waiting_before:
+        change["waiting_rise"] = waiting_after - waiting_before
     return change or NO_CHANGE
