@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from . import scan, sources
+from . import background, scan, sources
 from .command import CommandError
 from .packed_report import packed_report
 from .report import Report
@@ -115,6 +115,8 @@ def analyze_one(path: str, user_command: str | None) -> Report:
         raise InputError(f"{path}: permission denied") from None
     except (OSError, EOFError) as error:  # a truncated .gz, an unreadable device
         raise InputError(f"{path}: cannot read: {error}") from None
+    except background.ProcessDied as error:
+        raise InputError(f"{path}: {error}") from None
 
 
 def explain(argv: list[str]) -> int:

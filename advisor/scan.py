@@ -1,12 +1,11 @@
 """Fast path: big buffers, a literal prefilter over raw bytes, and the grammar only on candidate lines."""
 from __future__ import annotations
 
-import multiprocessing
 import os
 import stat
 from collections.abc import Iterable, Iterator
 
-from . import sources
+from . import background, sources
 from .facts import Fact
 from .limits import TracebackBound
 from .grammar import anchor_regex, envelope_parser, message_parser
@@ -31,35 +30,24 @@ def scan_file(path: str, engine: str | None = None) -> list[Fact]:
     """
     size = _plain_file_size(path)
     parts = min(_usable_cores(), size // PART_MIN)
-    if parts < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if parts < 2 or not background.can_fork():
         return scan_chunks(sources.read_chunks(path), engine)
     starts = [0]
     for index in range(1, parts):  # a line longer than a part leaves the parts after it empty
         starts.append(max(starts[-1], _next_line_start(path, size * index // parts)))
     # Built once here, before the forks, rather than once in every process.
     matcher(engine), message_parser(), envelope_parser(), anchor_regex()
-    context = multiprocessing.get_context("fork")
-    children = []
-    for start, end in zip(starts[1:], starts[2:] + [None]):
-        receiver, sender = context.Pipe(duplex=False)
-        child = context.Process(target=_scan_part, args=(path, start, end, engine, sender), daemon=True)
-        child.start()
-        sender.close()
-        children.append((child, receiver))
+    later_parts = [background.start(_scan_part, path, start, end, engine)
+                   for start, end in zip(starts[1:], starts[2:] + [None])]
     try:
         facts, lines = _scan_lines(_read(path, 0, starts[1]), engine)
-        for child, receiver in children:
-            part = receiver.recv()
-            if isinstance(part, BaseException):
-                raise part
-            facts += _moved_down(part[0], lines)
-            lines += part[1]
-    except EOFError:  # a child died without a word (killed): say so, not "cannot read"
-        raise RuntimeError(f"a process scanning part of {path} died") from None
+        for part in later_parts:
+            part_facts, part_lines = part.result()
+            facts += _moved_down(part_facts, lines)
+            lines += part_lines
     finally:
-        for child, _ in children:
-            child.kill()  # a no-op for those that sent their part; an error leaves none behind
-            child.join()
+        for part in later_parts:
+            part.cancel()
     return facts
 
 
@@ -70,12 +58,8 @@ def _usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def _scan_part(path: str, start: int, end: int | None, engine: str | None, sender) -> None:
-    try:
-        result = _scan_lines(_read(path, start, end), engine)
-    except BaseException as error:  # the parent raises it, as if it had scanned this part itself
-        result = error
-    sender.send(result)
+def _scan_part(path: str, start: int, end: int | None, engine: str | None) -> tuple[list[Fact], int]:
+    return _scan_lines(_read(path, start, end), engine)
 
 
 def _moved_down(facts: list[Fact], lines: int) -> list[Fact]:

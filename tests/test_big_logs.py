@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 import sys
 import tracemalloc
@@ -68,11 +69,19 @@ def test_parts_of_every_fixture(path, monkeypatch):
     assert scan.scan_file(str(path)) == plain_facts(path)
 
 
+def test_a_part_process_that_dies_is_one_line_error(generated_log, monkeypatch, capsys):
+    split_in(2, monkeypatch)
+    monkeypatch.setattr(scan, "_scan_part", lambda *args: os._exit(9))  # as if the OOM killer struck
+    assert main(["--format", "json", str(generated_log)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"vllm-advisor: {generated_log}: a process working on part of the analysis died\n"
+
+
 def test_gzip_and_small_files_use_one_process(generated_log, generated_facts, tmp_path, monkeypatch):
     packed = tmp_path / "generated.log.gz"
     packed.write_bytes(gzip.compress(generated_log.read_bytes()))
     split_in(2, monkeypatch)
-    monkeypatch.setattr(scan.multiprocessing, "get_context", None)  # any attempt to fork fails
+    monkeypatch.setattr(scan.background, "start", None)  # any attempt to fork fails
     assert scan.scan_file(str(packed)) == generated_facts
     monkeypatch.setattr(scan, "PART_MIN", 1 << 40)
     assert scan.scan_file(str(generated_log)) == generated_facts
