@@ -7,7 +7,7 @@ import sys
 
 from . import background, scan, sources
 from .command import CommandError
-from .packed_report import packed_report
+from .packed_report import PendingReport
 from .report import Report
 from .reports import FORMATS, json_format, render
 from .rules import RuleSetError, load_rules
@@ -79,19 +79,21 @@ def analyze_files(argv: list[str]) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`)
         raise InputError("cannot write the report: standard output is closed")
     output = args.format or ("text" if sys.stdout.isatty() else "json")
-    reports = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
+    pending = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
     try:
         if output == "json":
-            json_format.write(reports, sys.stdout)
+            json_format.write(pending, sys.stdout)
         else:
-            sys.stdout.write(render(output, reports))
+            sys.stdout.write(render(output, [report.report() for report in pending]))
         sys.stdout.flush()
     except BrokenPipeError:
         raise
+    except background.ProcessDied as error:  # the report was cut short: say why on stderr
+        raise InputError(f"cannot finish the report: {error}") from None
     except OSError as error:  # a full disk, a revoked terminal
         _discard_stdout()
         raise InputError(f"cannot write the report: {error.strerror or error}") from None
-    return exit_code(reports, args.fail_on)
+    return exit_code([report.report() for report in pending], args.fail_on)
 
 
 def exit_code(reports: list[Report], fail_on: str | None) -> int:
@@ -102,11 +104,11 @@ def exit_code(reports: list[Report], fail_on: str | None) -> int:
     return EXIT_FAILURE if failed else EXIT_OK
 
 
-def analyze_one(path: str, user_command: str | None) -> Report:
+def analyze_one(path: str, user_command: str | None) -> PendingReport:
     try:
         # The fast path: same facts as report.analyze(sources.lines(...)), found by a literal prefilter.
         facts = scan.scan_file(path)
-        return packed_report(facts, sources.display_name(path), user_command)
+        return PendingReport(facts, sources.display_name(path), user_command)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -6,7 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 
 from .facts import Fact, Number
-from .report import PLUMBING, EventOut, Report, summarize
+from . import background
+from .report import PLUMBING, EventOut, Report, Verdict, summarize
 from .templates import PackedFact
 
 # Kinds and value names that JSON writes without escapes. An event with another name, or with a
@@ -15,6 +16,9 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 # How pydantic writes an empty events list; the events go in its place.
 EMPTY_EVENTS = '\n  "events": [],\n'
 BATCH = 2048  # events per written piece: few write calls, small pieces
+# Events from which a forked process works out the rest of the report while they are written:
+# below it, starting the process costs more than writing the events takes.
+BACKGROUND_MIN = 10_000
 
 
 class EventsView(Sequence[EventOut]):
@@ -43,17 +47,11 @@ class PackedReport(Report):
         return "".join(self.json_parts())
 
     def json_parts(self) -> Iterator[str]:
-        head = self.as_report([]).model_dump_json(by_alias=True, indent=2)
-        facts = self.events.facts
-        if not facts:
-            yield head
+        if not self.events:
+            yield self.as_report([]).model_dump_json(by_alias=True, indent=2)
             return
-        before, after = head.split(EMPTY_EVENTS)
-        yield before + '\n  "events": [\n'
-        for start in range(0, len(facts), BATCH):
-            batch = ",\n".join(event_json(f.line, f.kind, *_names_and_numbers(f)) for f in facts[start:start + BATCH])
-            yield batch + (",\n" if start + BATCH < len(facts) else "")
-        yield "\n  ],\n" + after
+        yield from events_json(self.source, self.events)
+        yield after_events_json(self)
 
     def as_report(self, events: list[EventOut] | None = None) -> Report:
         """This report as a plain Report, with these events (default: all of them, made into a list)."""
@@ -72,6 +70,53 @@ def packed_report(facts: list[Fact], source: str, user_command: str | None = Non
     report = summarize(facts, source, user_command, model=PackedReport)
     report.events = EventsView(facts)
     return report
+
+
+class PendingReport:
+    """The report of a log while it is being made. Its JSON starts with the events, known from the
+    facts alone: for a big log they are written while a forked process works out the rest (runs,
+    rules, findings), which follows them."""
+
+    def __init__(self, facts: list[Fact], source: str, user_command: str | None = None):
+        self.facts, self.source, self.user_command = facts, source, user_command
+        self.done: PackedReport | None = None
+
+    def report(self) -> PackedReport:
+        if self.done is None:
+            self.done = packed_report(self.facts, self.source, self.user_command)
+        return self.done
+
+    def json_parts(self) -> Iterator[str]:
+        events = EventsView(self.facts)
+        if self.done is not None or len(events) < BACKGROUND_MIN:
+            yield from self.report().json_parts()
+            return
+        summary = background.start(summarize, self.facts, self.source, self.user_command, PackedReport)
+        try:
+            yield from events_json(self.source, events)
+            report = summary.result()
+        finally:
+            summary.cancel()  # the reader of the report left (a closed pipe): no process is left behind
+        report.events = events
+        self.done = report
+        yield after_events_json(report)
+
+
+def events_json(source: str, events: EventsView) -> Iterator[str]:
+    """The JSON of a report up to the end of its events list (not empty), a batch at a time."""
+    # Only the schema and the source come before the events: a report of nothing writes them.
+    nothing = Report(source=source, verdict=Verdict(phase="unknown", failure="none"))
+    yield nothing.model_dump_json(by_alias=True, indent=2).split(EMPTY_EVENTS)[0] + '\n  "events": [\n'
+    facts = events.facts
+    for start in range(0, len(facts), BATCH):
+        batch = ",\n".join(event_json(f.line, f.kind, *_names_and_numbers(f)) for f in facts[start:start + BATCH])
+        yield batch + (",\n" if start + BATCH < len(facts) else "")
+
+
+def after_events_json(report: PackedReport) -> str:
+    """The JSON of a report from the end of its events list on."""
+    head = report.as_report([]).model_dump_json(by_alias=True, indent=2)
+    return "\n  ],\n" + head.split(EMPTY_EVENTS)[1]
 
 
 def event_json(line: int, kind: str, names: tuple[str, ...], numbers: tuple[Number, ...]) -> str:

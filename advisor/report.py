@@ -59,10 +59,12 @@ class Command(BaseModel):
 class Report(BaseModel):
     schema_: str = Field(SCHEMA, alias="schema")
     source: str
+    # The events come first: they are known as soon as the log is read, so a big log's report is
+    # written while its runs, rules and findings, which come after them, are being worked out.
+    events: list[EventOut] = Field(default_factory=list)
     vllm_version: str | None = None
     verdict: Verdict
     facts: dict[str, Number] = Field(default_factory=dict)
-    events: list[EventOut] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     command: Command = Field(default_factory=Command)
 

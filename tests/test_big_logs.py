@@ -9,10 +9,10 @@ import tracemalloc
 
 import pytest
 
-from advisor import scan, sources, templates
+from advisor import packed_report as packed_report_module, scan, sources, templates
 from advisor.cli import main
 from advisor.grammar import anchor_regex, parse_line
-from advisor.packed_report import PackedReport, event_json, packed_report
+from advisor.packed_report import PackedReport, PendingReport, event_json, packed_report
 from advisor.report import EventOut, analyze, parse
 from advisor.reports import FORMATS, json_format, render
 from advisor.remembered import RememberedArithmetic, RememberedCondition
@@ -107,6 +107,33 @@ def test_cli_json_is_the_plain_report(generated_log, always_split, capsys):
     assert main(["--format", "json", str(generated_log)]) == 1  # the generated log ends in a failure
     plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), str(generated_log))
     assert capsys.readouterr().out == plain.to_json() + "\n"
+
+
+@pytest.fixture
+def summary_in_background(monkeypatch):
+    monkeypatch.setattr(packed_report_module, "BACKGROUND_MIN", 1)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+def test_events_written_while_a_forked_process_sums_up(path, summary_in_background):
+    pending = PendingReport(plain_facts(path), path.name)
+    plain = analyze(sources.lines(sources.read_chunks(str(path))), path.name)
+    assert "".join(pending.json_parts()) == plain.to_json()
+    assert pending.report().to_json() == plain.to_json()  # the forked process's summary, kept
+
+
+def test_cli_streams_the_plain_report(generated_log, always_split, summary_in_background, capsys):
+    assert main(["--format", "json", str(generated_log), str(generated_log)]) == 1
+    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), str(generated_log)).to_json()
+    assert capsys.readouterr().out == "[\n" + plain + ",\n" + plain + "\n]\n"
+
+
+def test_a_summary_process_that_dies_is_one_line_error(generated_log, summary_in_background, monkeypatch, capsys):
+    monkeypatch.setattr(packed_report_module, "summarize", lambda *args: os._exit(9))
+    assert main(["--format", "json", str(generated_log)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.startswith('{\n  "schema"')  # the events went out before
+    assert captured.err == "vllm-advisor: cannot finish the report: a process working on part of the analysis died\n"
 
 
 def test_several_reports_make_the_same_array(generated_log):
