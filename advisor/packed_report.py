@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
+from typing import TextIO
 
 from .facts import Fact, Number
 from . import background
@@ -16,9 +17,9 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 # How pydantic writes an empty events list; the events go in its place.
 EMPTY_EVENTS = '\n  "events": [],\n'
 BATCH = 2048  # events per written piece: few write calls, small pieces
-# Events from which a forked process works out the rest of the report while they are written:
+# Events from which a forked process writes them while this one works out the rest of the report:
 # below it, starting the process costs more than writing the events takes.
-BACKGROUND_MIN = 10_000
+BACKGROUND_MIN = 5_000
 
 
 class EventsView(Sequence[EventOut]):
@@ -74,8 +75,8 @@ def packed_report(facts: list[Fact], source: str, user_command: str | None = Non
 
 class PendingReport:
     """The report of a log while it is being made. Its JSON starts with the events, known from the
-    facts alone: for a big log they are written while a forked process works out the rest (runs,
-    rules, findings), which follows them."""
+    facts alone: for a big log a forked process writes them while this one works out the rest
+    (runs, rules, findings), which follows them."""
 
     def __init__(self, facts: list[Fact], source: str, user_command: str | None = None):
         self.facts, self.source, self.user_command = facts, source, user_command
@@ -86,20 +87,34 @@ class PendingReport:
             self.done = packed_report(self.facts, self.source, self.user_command)
         return self.done
 
-    def json_parts(self) -> Iterator[str]:
+    def write_json(self, stream: TextIO) -> None:
         events = EventsView(self.facts)
-        if self.done is not None or len(events) < BACKGROUND_MIN:
-            yield from self.report().json_parts()
+        if self.done is not None or len(events) < BACKGROUND_MIN or not _has_descriptor(stream):
+            self.report().write_json(stream)
             return
-        summary = background.start(summarize, self.facts, self.source, self.user_command, PackedReport)
+        stream.flush()  # what the forked process found unwritten in the buffer, it would write again
+        writer = background.start(_write_all, events_json(self.source, events), stream)
         try:
-            yield from events_json(self.source, events)
-            report = summary.result()
+            report = self.report()
+            writer.result()  # the events are out (or the error that stopped them is raised here)
         finally:
-            summary.cancel()  # the reader of the report left (a closed pipe): no process is left behind
-        report.events = events
-        self.done = report
-        yield after_events_json(report)
+            writer.cancel()  # an error here leaves no process behind
+        stream.write(after_events_json(report))
+
+
+def _write_all(pieces: Iterable[str], stream: TextIO) -> None:
+    for piece in pieces:
+        stream.write(piece)
+    stream.flush()
+
+
+def _has_descriptor(stream: TextIO) -> bool:
+    # A forked process writes to a file or a pipe; what it writes into an in-memory stream stays in its copy.
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
 
 
 def events_json(source: str, events: EventsView) -> Iterator[str]:

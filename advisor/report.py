@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Literal
+from typing import Literal, TextIO
 
 from pydantic import BaseModel, Field
 
@@ -76,6 +76,10 @@ class Report(BaseModel):
     def json_parts(self) -> Iterator[str]:
         """The JSON text in pieces, to write a big report without holding it whole."""
         yield self.to_json()
+
+    def write_json(self, stream: TextIO) -> None:
+        for part in self.json_parts():
+            stream.write(part)
 
     @property
     def failed(self) -> bool:

@@ -4,16 +4,17 @@ from __future__ import annotations
 import gzip
 import os
 import pickle
+import subprocess
 import sys
 import tracemalloc
 
 import pytest
 
-from advisor import packed_report as packed_report_module, scan, sources, templates
+from advisor import background, packed_report as packed_report_module, scan, sources, templates
 from advisor.cli import main
 from advisor.grammar import anchor_regex, parse_line
 from advisor.packed_report import PackedReport, PendingReport, event_json, packed_report
-from advisor.report import EventOut, analyze, parse
+from advisor.report import PLUMBING, EventOut, analyze, parse
 from advisor.reports import FORMATS, json_format, render
 from advisor.remembered import RememberedArithmetic, RememberedCondition
 from advisor.templates import FactTemplates, PackedFact
@@ -110,30 +111,47 @@ def test_cli_json_is_the_plain_report(generated_log, always_split, capsys):
 
 
 @pytest.fixture
-def summary_in_background(monkeypatch):
+def events_in_background(monkeypatch):
     monkeypatch.setattr(packed_report_module, "BACKGROUND_MIN", 1)
 
 
+def written_json(pending: PendingReport, tmp_path) -> str:
+    # A real file: a forked process writes to a descriptor, not into this process's memory.
+    with open(tmp_path / "report.json", "w+") as stream:
+        pending.write_json(stream)
+        stream.seek(0)
+        return stream.read()
+
+
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
-def test_events_written_while_a_forked_process_sums_up(path, summary_in_background):
+def test_events_written_by_a_forked_process(path, events_in_background, tmp_path):
     pending = PendingReport(plain_facts(path), path.name)
     plain = analyze(sources.lines(sources.read_chunks(str(path))), path.name)
-    assert "".join(pending.json_parts()) == plain.to_json()
-    assert pending.report().to_json() == plain.to_json()  # the forked process's summary, kept
+    assert written_json(pending, tmp_path) == plain.to_json()
+    assert pending.report().to_json() == plain.to_json()
 
 
-def test_cli_streams_the_plain_report(generated_log, always_split, summary_in_background, capsys):
-    assert main(["--format", "json", str(generated_log), str(generated_log)]) == 1
-    plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), str(generated_log)).to_json()
-    assert capsys.readouterr().out == "[\n" + plain + ",\n" + plain + "\n]\n"
+@pytest.fixture(scope="module")
+def log_of_many_events(tmp_path_factory):
+    """A log with more events than BACKGROUND_MIN, so that the real command writes them from a forked process."""
+    path = generate(tmp_path_factory.mktemp("many") / "many-events.log", 150 << 20)
+    events = sum(1 for f in scan.scan_file(str(path)) if f.kind not in PLUMBING)
+    assert events > packed_report_module.BACKGROUND_MIN
+    return path
 
 
-def test_a_summary_process_that_dies_is_one_line_error(generated_log, summary_in_background, monkeypatch, capsys):
-    monkeypatch.setattr(packed_report_module, "summarize", lambda *args: os._exit(9))
-    assert main(["--format", "json", str(generated_log)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out.startswith('{\n  "schema"')  # the events went out before
-    assert captured.err == "vllm-advisor: cannot finish the report: a process working on part of the analysis died\n"
+def test_cli_json_of_two_big_logs_is_the_same_array(log_of_many_events):
+    done = subprocess.run([sys.executable, "-m", "advisor", "--format", "json", str(log_of_many_events),
+                           str(log_of_many_events)], capture_output=True, check=False)
+    report = json_format.render([packed_report(scan.scan_file(str(log_of_many_events)), str(log_of_many_events))])
+    assert done.returncode == 1 and done.stderr == b""
+    assert done.stdout.decode() == "[\n" + report[:-1] + ",\n" + report[:-1] + "\n]\n"
+
+
+def test_a_writer_process_that_dies_is_one_line_error(generated_log, events_in_background, monkeypatch, tmp_path):
+    monkeypatch.setattr(packed_report_module, "_write_all", lambda *args: os._exit(9))
+    with open(tmp_path / "out", "w") as stream, pytest.raises(background.ProcessDied):
+        PendingReport(plain_facts(generated_log), "generated.log").write_json(stream)
 
 
 def test_several_reports_make_the_same_array(generated_log):

@@ -1,30 +1,27 @@
 """JSON: the report contract, one object per input (an array when several files are given)."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
 from typing import TextIO
 
 from ..report import Report
 
 
 def render(reports: list[Report]) -> str:
-    return "".join(pieces(reports))
+    text = io.StringIO()
+    write(reports, text)
+    return text.getvalue()
 
 
 def write(reports: list[Report], stream: TextIO) -> None:
     """Write piece by piece: the text of a report with a million events never sits whole in memory."""
-    for piece in pieces(reports):
-        stream.write(piece)
-
-
-def pieces(reports: list[Report]) -> Iterator[str]:
     if len(reports) == 1:
-        yield from reports[0].json_parts()
-        yield "\n"
+        reports[0].write_json(stream)
+        stream.write("\n")
         return
-    yield "[\n"
+    stream.write("[\n")
     for index, report in enumerate(reports):
         if index:
-            yield ",\n"
-        yield from report.json_parts()
-    yield "\n]\n"
+            stream.write(",\n")
+        report.write_json(stream)
+    stream.write("\n]\n")
