@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
@@ -253,9 +254,10 @@ class PackedFact:
         self.template, self.kind, self.names = template, template.kind, names
         self.line, self.numbers, self.process = line, numbers, process
 
-    text = property(lambda self: self.template.text)
-    args = property(lambda self: self.template.args)
-    level = property(lambda self: self.template.level)
+    # The template's, read by attrgetter: these are read for every event of a long run.
+    text = property(attrgetter("template.text"))
+    args = property(attrgetter("template.args"))
+    level = property(attrgetter("template.level"))
 
     @property
     def values(self) -> dict:

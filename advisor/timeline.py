@@ -76,6 +76,7 @@ class Run:
     # Read by place() in the pass that places the events: a packed fact builds its values on each read.
     values: dict[str, Number] = field(default_factory=dict)  # the last value of each name
     peak_running_reqs: Number | None = None  # the most requests an event shows running at once
+    vllm_version: str | None = None  # the last version the run states
 
     def kinds(self) -> set[str]:
         return {f.kind for f in self.facts}
@@ -88,9 +89,6 @@ class Run:
     def shutdown_line(self) -> int | None:
         return next((f.line for f in self.facts if f.kind == "shutdown"), None)
 
-    @property
-    def vllm_version(self) -> str | None:
-        return next((f.text["vllm_version"] for f in reversed(self.facts) if f.text.get("vllm_version")), None)
 
     def launch_args(self) -> dict:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
@@ -160,6 +158,7 @@ def place(run: Run) -> list[Event]:
         if running is not None and (peak is None or running > peak):  # the first of equal peaks, as max() keeps
             peak = running
     run.values, run.peak_running_reqs = last_values, peak
+    run.vllm_version = next((f.text["vllm_version"] for f in reversed(facts) if f.text.get("vllm_version")), None)
     for process, frames in open_frames.items():  # an excerpt cut inside a traceback
         if frames:
             last = max(f.line for f in facts if f.process == process)
