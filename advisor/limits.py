@@ -33,6 +33,16 @@ class TracebackBound:
         yield from _flush(self.inner)
         yield fact
 
+    def extend(self, kept: list[Fact], facts: Iterable[Fact]) -> None:
+        """Append to `kept` what add() keeps of each fact; a fact outside any traceback, while
+        none is held back, goes straight through (nearly every fact of a long log)."""
+        for fact in facts:
+            if self.inner or fact.kind == "frame":
+                kept.extend(self.add(fact))
+            else:
+                self.counted.pop(fact.process, None)
+                kept.append(fact)
+
     def finish(self) -> Iterator[Fact]:
         yield from _flush(self.inner)
 

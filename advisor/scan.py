@@ -136,7 +136,7 @@ def _scan_lines(chunks: Iterable[bytes], engine: str | None) -> tuple[list[Fact]
         found = templates.parse_raw(raw, number)
         if found is None:
             found = [fact for line in line_segments(number, raw) for fact in templates.parse_line(line.text, number)]
-        facts.extend(kept for fact in found for kept in bound.add(fact))
+        bound.extend(facts, found)
 
     number = 0  # newlines before the start of `pending`
     pending = b""
@@ -175,10 +175,10 @@ def _scan(buffer: bytes, begin: int, end: int | None, number: int, find_hits, re
     end = len(buffer) if end is None else end
     hits = find_hits(buffer)
     starts = sorted({buffer.rfind(b"\n", 0, hit) + 1 for hit in hits if begin <= hit < end})
-    position = begin
+    position, view = begin, memoryview(buffer)  # a line is copied once, from the view, into bytes
     for start in starts:
         number += buffer.count(b"\n", position, start)
         stop = buffer.find(b"\n", start, end)
-        read(bytes(buffer[start:stop if stop >= 0 else end]), number + 1)
+        read(bytes(view[start:stop if stop >= 0 else end]), number + 1)
         position = start
     return number + buffer.count(b"\n", position, end)
