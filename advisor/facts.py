@@ -27,6 +27,10 @@ class Fact(BaseModel):
     process: str | None = None
     level: str | None = None
 
+    def values_copy(self) -> dict[str, Number]:
+        """The values in a dict of the caller's own, to add to."""
+        return dict(self.values)
+
     @field_validator("values")
     @classmethod
     def _plausible_figures(cls, values: dict[str, Number]) -> dict[str, Number]:

@@ -158,7 +158,11 @@ class RunContext:
         and frames, the exception it states and the root cause and shutdown it comes after."""
         fact = event.fact
         line, text = fact.line, fact.text
-        names = {**fact.values, **event.derived, **text}
+        names = fact.values_copy()
+        if event.derived:
+            names.update(event.derived)
+        if text:
+            names.update(text)
         names["kind"] = fact.kind  # one by one: quicker than a dict merged in
         names["level"] = fact.level
         names["phase"] = event.phase

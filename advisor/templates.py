@@ -259,9 +259,10 @@ class PackedFact:
     args = property(attrgetter("template.args"))
     level = property(attrgetter("template.level"))
 
-    @property
-    def values(self) -> dict:
+    def values_copy(self) -> dict:
         return dict(zip(self.names, self.numbers))
+
+    values = property(values_copy)  # a new dict on each read: nothing else holds it
 
     def __reduce__(self):  # to the parent process: a short tuple, the template pickled once per list
         return PackedFact, (self.template, self.names, self.line, self.numbers, self.process)
