@@ -148,6 +148,15 @@ def test_cli_json_of_two_big_logs_is_the_same_array(log_of_many_events):
     assert done.stdout.decode() == "[\n" + report[:-1] + ",\n" + report[:-1] + "\n]\n"
 
 
+def test_reader_that_leaves_a_big_report_is_silent(log_of_many_events):
+    # `vllm-advisor big.log | head -c 10`: the forked writer meets the closed pipe; the command says nothing.
+    child = subprocess.Popen([sys.executable, "-m", "advisor", "--format", "json", str(log_of_many_events)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout.read(10) == b'{\n  "schem'
+    child.stdout.close()
+    assert child.wait(timeout=120) in (0, 1) and child.stderr.read() == b""
+
+
 def test_a_writer_process_that_dies_is_one_line_error(generated_log, events_in_background, monkeypatch, tmp_path):
     monkeypatch.setattr(packed_report_module, "_write_all", lambda *args: os._exit(9))
     with open(tmp_path / "out", "w") as stream, pytest.raises(background.ProcessDied):
