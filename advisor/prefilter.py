@@ -4,40 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from .grammar import message_parser
+from .grammar import REGEX_ANCHOR_LITERALS, message_parser
 
-# For each regex anchor, literals of which every match of the anchor contains at least one.
-# String anchors need no entry: the string is its own literal. tests/test_fast_path.py fails
-# when an anchor is added to the grammar without a line here.
-REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
-    "A_DEVICE_BLOCKS": (" blocks:",),
-    "A_KV_CACHE_SIZE": (" KV cache size:",),
-    "A_PROFILE_ROW": ("total_gpu_memory", "gpu_memory_utilization", "available_kv_cache_memory",
-                      "non_torch_memory", "PyTorch activation peak memory"),
-    "A_CPU_KV_SET": ("Explicitly set", "Auto set"),
-    "A_CAPTURING": ("Capturing cudagraphs", "Capturing CUDA graph"),
-    "A_PREEMPTION_TOTAL": ("cumulative_preemption",),
-    "A_ENGINE_ID": ("Avg prompt throughput",),
-    "A_CUDA_OOM": (" out of memory.",),
-    "A_FAILED_CREATE_WEIGHTS": ("Failed to create ",),
-    "A_CUDA_ERROR_OOM": ("CUDA error: out of memory", "CUDA_ERROR_OUT_OF_MEMORY"),
-    "A_INITIALIZING": ("Initializing a",),
-    "A_NAMESPACE": ("args: Namespace(",),
-    "A_SERVER_VERSION": ("vLLM API server version", "vLLM version"),
-    "A_FP8_TYPE_UNSUPPORTED": (" not supported in this architecture",),
-    "A_NCCL_ERROR": ("NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError"),
-    "A_ADDRESS_IN_USE": ("ddress already in use", "EADDRINUSE"),
-    "A_INSPECTING_FAILED": ("Error in inspecting model architecture", "failed to be inspected"),
-    "A_ENGINE_START_FAILED": ("EngineCore failed to start", "Engine core initialization failed",
-                              "Engine process failed to start"),
-    "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already"),
-    "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG"),
-    "A_DECODER_PROMPT": ("prompt (length",),
-    # HTTP/1.1" 4xx or 5xx: the quote and space before the status are fixed, the version is not.
-    "A_HTTP_STATUS": ('" 4', '" 5'),
-    "A_SWAP_TOO_LARGE": ("oo large swap space",),
-    "A_EXCEPTION": ("Error", "Exception", "Interrupt", "Exit"),
-}
 # sources.clean() deletes these before the grammar sees a line, so they may split an anchor
 # ("CUDA \x1b[1mout of memory"): a line holding one is always a candidate.
 CLEANED_AWAY = ("\x1b", "^[[", "\x00")

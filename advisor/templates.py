@@ -8,7 +8,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from .facts import Fact, number
-from .grammar import anchor_regex, parse_line
+from .grammar import find_anchor, parse_line
 from .sources import stripped_prefix
 
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
@@ -27,8 +27,9 @@ DIGIT_SENSITIVE = {
 # Digit-uniform itself, so two lines with one key either both match it or neither does.
 BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))
 MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears and refills
-# Raw recipes are for lines up to this long: longer ones are rare (launch arguments, long error
-# messages) and go the plain way, so MAX_TEMPLATES raw keys hold 4 MB at most.
+# Recipes and trees are kept for lines up to this long: longer ones are rare (launch arguments,
+# long error messages) and go the plain way, so MAX_TEMPLATES keys hold 4 MB at most (4096 lines
+# of 64 KB, each with its tree, held 700 MB).
 MAX_RAW_LINE = 1024
 
 
@@ -44,7 +45,7 @@ class TemplateCache:
         self.trees: dict[tuple[int, str], Tree | LarkError] = {}
 
     def parse(self, parser: Lark, text: str) -> Tree:
-        if BYPASS.search(text):
+        if len(text) > MAX_RAW_LINE or BYPASS.search(text):
             return parser.parse(text)
         key = (id(parser), text.translate(DIGITS_TO_ZERO))
         cached = self.trees.get(key)
@@ -122,11 +123,11 @@ class FactTemplates:
         return recipe and recipe.moved(prefix)
 
     def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
-        if BYPASS.search(text):
+        if len(text) > MAX_RAW_LINE or BYPASS.search(text):
             return parse_line(text, line, self.trees.parse)
         key = text.encode("utf-8", "surrogatepass").translate(DIGIT_BYTES_TO_ZERO)
         if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor
-            if not anchor_regex().search(text):
+            if not find_anchor(text):
                 return []
             if len(self.recipes) >= MAX_TEMPLATES:
                 self.recipes.clear()

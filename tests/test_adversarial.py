@@ -14,6 +14,7 @@ from advisor import sources
 from advisor.facts import MAX_ARGS_TEXT, plausible
 from advisor.remedies import arithmetic
 from advisor.report import parse
+from advisor.templates import FactTemplates
 from conftest import FIXTURES, ROOT, fixture_path
 from contract import analyze_bytes, check_report
 
@@ -154,3 +155,29 @@ def test_arithmetic_on_zero_estimates():
     out = arithmetic({"max_seq_len": 0, "kv_needed_gib": 0, "kv_available_gib": 0, "estimated_max_model_len": 0,
                       "total_gpu_gib": 0, "free_gpu_gib": 0, "max_tokens_in_kv_cache": 0})
     assert "suggested_max_model_len" not in out and "free_fraction" not in out
+
+
+def long_lines(count: int) -> list[bytes]:
+    """A real message line, then 60 KB of prompt-like prose full of anchor words that are no anchors;
+    each line of its own shape (a different word in front of the prose)."""
+    line = next(line for line in fixture_path("089").read_bytes().splitlines() if b"Maximum concurrency for" in line)
+    prose = b" the model raised an Error, an Exception, saw Engine 3 and File blocks;" * 850
+    return [line + b" " + bytes([97 + i % 26, 97 + i // 26 % 26, 97 + i // 676 % 26]) + prose for i in range(count)]
+
+
+def test_long_lines_of_anchor_words_in_bounded_time_and_memory(tmp_path):
+    # Each such line was 0.13 s of walking the regex of all anchors.
+    path = tmp_path / "long-lines.log"
+    path.write_bytes(b"\n".join(long_lines(100)) + b"\n")
+    report, rss_mib, seconds = measured_cli(path)
+    assert rss_mib < 200 and seconds < 60
+    assert sum(1 for event in report["events"] if event["kind"] == "concurrency") == 100
+
+
+def test_long_lines_leave_no_parse_cached():
+    # 4096 cached trees of 64 KB lines held 700 MB: lines longer than MAX_RAW_LINE are parsed anew.
+    templates = FactTemplates()
+    for number, line in enumerate(long_lines(20), start=1):
+        facts = templates.parse_line(line.decode(), number)
+        assert [fact.kind for fact in facts] == ["kv_cache_size", "concurrency"]
+    assert not templates.trees.trees and not templates.recipes

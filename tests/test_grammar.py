@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.grammar import parse_line, split_envelope
-from conftest import ROOT, fixture_line
+from advisor import sources
+from advisor.grammar import anchor_regex, find_anchor, parse_line, split_envelope
+from conftest import FIXTURES, ROOT, fixture_line
 
 # (fixture, line number, fact kind, values the fact must carry)
 WORDINGS = [
@@ -125,3 +126,19 @@ def test_exception_counts_only_at_the_start_of_the_body():
 def test_envelope(fixture, number, process, level):
     envelope = split_envelope(fixture_line(fixture, number))
     assert (envelope.process, envelope.level) == (process, level)
+
+
+def long_texts() -> list[str]:
+    """Every real line of the fixtures, and each run into a long one: real lines, each followed by prose
+    full of anchor words that are not anchors, as in a long prompt that quotes code."""
+    lines = [line.text for path in sorted(FIXTURES.rglob("*.log")) for line in sources.lines(sources.read_chunks(str(path)))]
+    prose = "an Error here, the Exception there, Engine 7 was fine, Shutting, File, blocks and words " * 15
+    return lines + [prose + line + prose for line in lines[::25]]
+
+
+def test_find_anchor_is_the_anchor_regex_search():
+    # find_anchor is an optimisation of anchor_regex().search: same match at every start place.
+    for text in long_texts():
+        for position in sorted({0, 1, len(text) // 3, len(text) // 2, max(len(text) - 40, 0)}):
+            fast, plain = find_anchor(text, position), anchor_regex().search(text, position)
+            assert (fast and (fast.span(), fast.lastgroup)) == (plain and (plain.span(), plain.lastgroup)), text[:120]
