@@ -1,6 +1,4 @@
 """`python -m advisor`: the same as the `vllm-advisor` console script."""
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

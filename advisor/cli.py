@@ -6,6 +6,7 @@ import gc
 import os
 import sys
 from contextlib import contextmanager
+from typing import NoReturn
 
 from . import background, scan, sources
 from .command import CommandError
@@ -48,6 +49,20 @@ def main(argv: list[str] | None = None) -> int:
         # `vllm-advisor big.log | head`: the reader left; say nothing more.
         _discard_stdout()
         return EXIT_OK
+
+
+def run() -> NoReturn:
+    """The `vllm-advisor` command: main(), then an exit that skips freeing objects one by one at
+    interpreter shutdown (a big log's facts and events take longer to free than to write)."""
+    code = main()
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()  # what `rules` or `explain` printed into a pipe
+    except BrokenPipeError:  # `vllm-advisor rules | head -1`: the reader left; say nothing
+        pass
+    except OSError as error:
+        code = _error(f"cannot write the output: {error.strerror or error}")
+    os._exit(code)
 
 
 def _discard_stdout() -> None:
@@ -149,12 +164,9 @@ def explain(argv: list[str]) -> int:
     rule = next((r for r in load_rules() if r.code == code or r.name == argv[0]), None)
     if rule is None:
         return _error(f"no rule {argv[0]!r}; 'vllm-advisor rules' lists them")
-    print(f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})")
-    print(f"versions: {rule.versions}")
-    print(rule.explanation.strip())
-    for reference in rule.references:
-        print(f"see: {reference}")
-    return EXIT_OK
+    return _write_lines([f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})",
+                         f"versions: {rule.versions}", rule.explanation.strip(),
+                         *[f"see: {reference}" for reference in rule.references]])
 
 
 def follow_stream(argv: list[str]) -> int:
@@ -172,6 +184,18 @@ def verify(argv: list[str]) -> int:
 def list_rules(argv: list[str]) -> int:
     if argv:
         return _error("usage: vllm-advisor rules")
-    for rule in load_rules():
-        print(f"{rule.code}  {rule.name:<40} {rule.phase:<8} {rule.severity:<8} {rule.failure}")
+    return _write_lines([f"{rule.code}  {rule.name:<40} {rule.phase:<8} {rule.severity:<8} {rule.failure}"
+                         for rule in load_rules()])
+
+
+def _write_lines(lines: list[str]) -> int:
+    """A subcommand's output; a full disk or a revoked terminal is a one-line error like any other."""
+    try:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        _discard_stdout()
+        raise InputError(f"cannot write the output: {error.strerror or error}") from None
     return EXIT_OK

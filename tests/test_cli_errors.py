@@ -115,6 +115,14 @@ def test_disk_full_on_stdout():
     assert_one_line_error(done, EXIT_USAGE, "cannot write the report: No space left on device")
 
 
+@pytest.mark.parametrize("subcommand", [["rules"], ["explain", "S101"]], ids=str)
+def test_disk_full_on_stdout_of_a_subcommand(subcommand):
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([*ADVISOR, *subcommand], stdout=full, stderr=subprocess.PIPE, cwd=ROOT, timeout=120)
+    done.stdout = b""
+    assert_one_line_error(done, EXIT_USAGE, "cannot write the output: No space left on device")
+
+
 def test_stdout_closed():
     done = subprocess.run([*ADVISOR, str(fixture_path("088"))], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           cwd=ROOT, timeout=120, preexec_fn=lambda: os.close(1))
