@@ -14,6 +14,7 @@ from generate_log import generate, parse_size
 
 HERE = Path(__file__).resolve().parent
 KEYWORDS = HERE / "keywords.txt"
+FOLLOW = "vllm-advisor follow - < log"
 
 
 def tools(log: Path) -> list[tuple[str, list[str]]]:
@@ -24,11 +25,13 @@ def tools(log: Path) -> list[tuple[str, list[str]]]:
         ("rg -c -F -f keywords.txt", ["rg", "-c", "-F", "-f", str(KEYWORDS), str(log)]),
         ("wc -l", ["wc", "-l", str(log)]),
         ("vllm-advisor --format json", [advisor, "--format", "json", str(log)]),
+        # The streaming mode, fed the log on stdin as a shipper would: its rate is in lines/s.
+        (FOLLOW, [advisor, "follow", "--format", "ndjson", "-"]),
     ]
     return [(name, argv) for name, argv in candidates if shutil.which(argv[0]) or Path(argv[0]).exists()]
 
 
-def measure(argv: list[str]) -> tuple[float, float]:
+def measure(argv: list[str], stdin: Path | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS in MB of one run; output goes to a temp file.
 
     Not /dev/null: GNU grep notices it and stops at the first match.
@@ -37,10 +40,11 @@ def measure(argv: list[str]) -> tuple[float, float]:
     include the pages of this Python process that the child had before exec.
     """
     gnu_time = Path("/usr/bin/time")
-    with tempfile.NamedTemporaryFile("r") as rss_file, tempfile.TemporaryFile() as sink:
+    with tempfile.NamedTemporaryFile("r") as rss_file, tempfile.TemporaryFile() as sink, \
+            (stdin.open("rb") if stdin else open(os.devnull, "rb")) as source:
         prefix = [str(gnu_time), "-f", "%M", "-o", rss_file.name] if gnu_time.exists() else []
         start = time.perf_counter()
-        process = subprocess.Popen(prefix + argv, stdout=sink)
+        process = subprocess.Popen(prefix + argv, stdin=source, stdout=sink)
         _, _, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
         kib = int(rss_file.read().split()[-1]) if prefix else usage.ru_maxrss  # both in KiB on Linux
@@ -61,7 +65,7 @@ def table(log: Path, repeat: int) -> str:
     size_mb = log.stat().st_size / 1e6
     rows = []
     for name, argv in tools(log):
-        runs = [measure(argv) for _ in range(repeat)]
+        runs = [measure(argv, log if name == FOLLOW else None) for _ in range(repeat)]
         seconds = min(s for s, _ in runs)  # the least disturbed run: other processes share the cores
         rows.append((name, seconds, max(r for _, r in runs)))
     grep_seconds = rows[0][1]
@@ -69,7 +73,16 @@ def table(log: Path, repeat: int) -> str:
              f"{'tool':<28} {'seconds':>8} {'MB/s':>8} {'ratio to grep':>14} {'peak RSS MB':>12}"]
     for name, seconds, rss in rows:
         lines.append(f"{name:<28} {seconds:>8.2f} {size_mb / seconds:>8.0f} {seconds / grep_seconds:>14.2f} {rss:>12.0f}")
+        if name == FOLLOW:
+            follow_rate = line_count(log) / seconds
+    if FOLLOW in [name for name, _, _ in rows]:
+        lines.append(f"streaming (follow): {follow_rate:,.0f} lines/s")
     return "\n".join(lines)
+
+
+def line_count(log: Path) -> int:
+    with log.open("rb") as stream:
+        return sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 24), b""))
 
 
 def main() -> None:
