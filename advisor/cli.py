@@ -117,19 +117,28 @@ def _analyze_files(args: argparse.Namespace) -> int:
     output = args.format or ("text" if sys.stdout.isatty() else "json")
     pending = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
     try:
-        if output == "json":
-            json_format.write(pending, sys.stdout)
-        else:
-            sys.stdout.write(render(output, [report.report() for report in pending]))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
+        with writing("report"):
+            if output == "json":
+                json_format.write(pending, sys.stdout)
+            else:
+                sys.stdout.write(render(output, [report.report() for report in pending]))
+            sys.stdout.flush()
     except background.ProcessDied as error:  # the report was cut short: say why on stderr
         raise InputError(f"cannot finish the report: {error}") from None
-    except OSError as error:  # a full disk, a revoked terminal
-        _discard_stdout()
-        raise InputError(f"cannot write the report: {error.strerror or error}") from None
     return exit_code([report.report() for report in pending], args.fail_on)
+
+
+@contextmanager
+def writing(what: str):
+    """Around writes to stdout: a full disk or a revoked terminal is a one-line error like any
+    other; a reader that left (BrokenPipeError) is main's to keep quiet about."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        _discard_stdout()
+        raise InputError(f"cannot write the {what}: {error.strerror or error}") from None
 
 
 def exit_code(reports: list[Report], fail_on: str | None) -> int:
@@ -189,13 +198,7 @@ def list_rules(argv: list[str]) -> int:
 
 
 def _write_lines(lines: list[str]) -> int:
-    """A subcommand's output; a full disk or a revoked terminal is a one-line error like any other."""
-    try:
+    with writing("output"):
         sys.stdout.write("".join(line + "\n" for line in lines))
         sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        _discard_stdout()
-        raise InputError(f"cannot write the output: {error.strerror or error}") from None
     return EXIT_OK

@@ -67,9 +67,11 @@ class PackedReport(Report):
         return self.as_report().model_dump_json(**options)
 
 
-def packed_report(facts: list[Fact], source: str, user_command: str | None = None) -> PackedReport:
+def packed_report(facts: list[Fact], source: str, user_command: str | None = None,
+                  events: EventsView | None = None) -> PackedReport:
+    """The report of these facts; `events`, when given, is their EventsView, already made."""
     report = summarize(facts, source, user_command, model=PackedReport)
-    report.events = EventsView(facts)
+    report.events = EventsView(facts) if events is None else events
     return report
 
 
@@ -80,15 +82,16 @@ class PendingReport:
 
     def __init__(self, facts: list[Fact], source: str, user_command: str | None = None):
         self.facts, self.source, self.user_command = facts, source, user_command
+        self.events = EventsView(facts)
         self.done: PackedReport | None = None
 
     def report(self) -> PackedReport:
         if self.done is None:
-            self.done = packed_report(self.facts, self.source, self.user_command)
+            self.done = packed_report(self.facts, self.source, self.user_command, self.events)
         return self.done
 
     def write_json(self, stream: TextIO) -> None:
-        events = EventsView(self.facts)
+        events = self.events
         if self.done is not None or len(events) < BACKGROUND_MIN or not _has_descriptor(stream):
             self.report().write_json(stream)
             return
