@@ -30,7 +30,7 @@ MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears 
 # Recipes and trees are kept for lines up to this long: longer ones are rare (launch arguments,
 # long error messages) and go the plain way, so MAX_TEMPLATES keys hold 4 MB at most (4096 lines
 # of 64 KB, each with its tree, held 700 MB).
-MAX_RAW_LINE = 1024
+MAX_CACHED_LINE = 1024
 
 
 class TemplateCache:
@@ -45,7 +45,7 @@ class TemplateCache:
         self.trees: dict[tuple[int, str], Tree | LarkError] = {}
 
     def parse(self, parser: Lark, text: str) -> Tree:
-        if len(text) > MAX_RAW_LINE or BYPASS.search(text):
+        if len(text) > MAX_CACHED_LINE or BYPASS.search(text):
             return parser.parse(text)
         key = (id(parser), text.translate(DIGITS_TO_ZERO))
         cached = self.trees.get(key)
@@ -102,7 +102,7 @@ class FactTemplates:
 
         Keyed by the raw bytes with digits zeroed: lines of one such key lose the same prefix to
         cleaning (see stripped_prefix), so their texts share a key too, and so a recipe."""
-        if len(raw) > MAX_RAW_LINE:
+        if len(raw) > MAX_CACHED_LINE:
             return None
         key = raw.translate(DIGIT_BYTES_TO_ZERO)
         if key not in self.raw_recipes:
@@ -123,7 +123,7 @@ class FactTemplates:
         return recipe and recipe.moved(prefix)
 
     def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
-        if len(text) > MAX_RAW_LINE or BYPASS.search(text):
+        if len(text) > MAX_CACHED_LINE or BYPASS.search(text):
             return parse_line(text, line, self.trees.parse)
         key = text.encode("utf-8", "surrogatepass").translate(DIGIT_BYTES_TO_ZERO)
         if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor

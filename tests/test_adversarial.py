@@ -175,7 +175,7 @@ def test_long_lines_of_anchor_words_in_bounded_time_and_memory(tmp_path):
 
 
 def test_long_lines_leave_no_parse_cached():
-    # 4096 cached trees of 64 KB lines held 700 MB: lines longer than MAX_RAW_LINE are parsed anew.
+    # 4096 cached trees of 64 KB lines held 700 MB: lines longer than MAX_CACHED_LINE are parsed anew.
     templates = FactTemplates()
     for number, line in enumerate(long_lines(20), start=1):
         facts = templates.parse_line(line.decode(), number)
