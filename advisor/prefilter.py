@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from .grammar import REGEX_ANCHOR_LITERALS, message_parser
+from .grammar import anchor_words
 
 # sources.clean() deletes these before the grammar sees a line, so they may split an anchor
 # ("CUDA \x1b[1mout of memory"): a line holding one is always a candidate.
@@ -16,17 +16,7 @@ JOURNAL_KEY = '"MESSAGE"'
 
 def anchor_literals() -> tuple[bytes, ...]:
     """The literals that find every line on which the grammar can state a fact."""
-    words: list[str] = []
-    for terminal in message_parser().terminals:
-        if not terminal.name.startswith("A_"):
-            continue
-        if terminal.pattern.type == "str":
-            words.append(terminal.pattern.value)
-        else:
-            words.extend(REGEX_ANCHOR_LITERALS[terminal.name])
-    words.extend(CLEANED_AWAY)
-    words.append(JOURNAL_KEY)
-    return tuple(dict.fromkeys(word.encode() for word in words))
+    return tuple(dict.fromkeys(word.encode() for word in (*anchor_words(), *CLEANED_AWAY, JOURNAL_KEY)))
 
 
 # A matcher takes a buffer and returns the offsets of every literal hit (any order, repeats allowed).

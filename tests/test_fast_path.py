@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from advisor import prefilter, scan, sources, templates, unwrap
+from advisor import grammar, prefilter, scan, sources, templates, unwrap
 from advisor.grammar import anchor_regex, envelope_parser, message_parser, parse_line
 from advisor.packed_report import packed_report
 from advisor.report import analyze, parse
@@ -63,7 +63,7 @@ def test_generated_log_same_report_with_every_engine(generated_log):
 def test_every_regex_anchor_has_literals():
     regex_anchors = {t.name for t in message_parser().terminals
                      if t.name.startswith("A_") and t.pattern.type == "re"}
-    assert regex_anchors == set(prefilter.REGEX_ANCHOR_LITERALS)
+    assert regex_anchors == set(grammar.REGEX_ANCHOR_LITERALS)
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
