@@ -11,7 +11,7 @@ from pathlib import Path
 import lark
 
 from lark import Lark, Token, Tree
-from lark.exceptions import LarkError
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
 from .facts import Fact
 from .messages import ToFacts
@@ -36,6 +36,8 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
     "A_NAMESPACE": ("args: Namespace(",),
     "A_SERVER_VERSION": ("vLLM API server version", "vLLM version"),
     "A_FP8_TYPE_UNSUPPORTED": (" not supported in this architecture",),
+    "A_KV_DTYPE_UNSUPPORTED": (" kv-cache is not supported",),
+    "A_WEIGHT_KERNEL": ("def ",),
     "A_NCCL_ERROR": ("NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError"),
     "A_ADDRESS_IN_USE": ("ddress already in use", "EADDRINUSE"),
     "A_INSPECTING_FAILED": ("Error in inspecting model architecture", "failed to be inspected"),
@@ -47,13 +49,20 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
     # HTTP/1.1" 4xx or 5xx: the quote and space before the status are fixed, the version is not.
     "A_HTTP_STATUS": ('" 4', '" 5'),
     "A_SWAP_TOO_LARGE": ("oo large swap space",),
+    "A_KILLED_FOR_MEMORY": ("OOMKilled", "oom-kill", "killed by the OOM killer"),
+    "A_RESTART_LOOP": ("CrashLoopBackOff", "Back-off restarting failed container"),
+    "A_SERVING_CALL": ("run_busy_loop(", "run_engine_loop(", "_process_engine_step(", "step_with_batch_queue(",
+                       "engine_step("),
+    "A_EXCEPTION_CHAIN": ("The above exception was the direct cause", "During handling of the above exception"),
     "A_EXCEPTION": ("Error", "Exception", "Interrupt", "Exit"),
 }
 # Facts about the shape of a traceback count only where they start the line's body;
 # elsewhere "ValueError" or 'File "' is just a word inside a sentence.
-STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_EXCEPTION"}
+STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
 # Real lines state a few messages; a hostile one full of anchors must not cost a parse per anchor.
 MAX_ANCHORS_PER_LINE = 32
+# The kind of the mark a message leaves when the end of its line cuts it short (see advisor.continuation).
+CUT = "cut"
 
 
 def data_dir(name: str) -> Path:
@@ -185,10 +194,23 @@ def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
         return []
     envelope = split_envelope(text, parse)
     facts: list[Fact] = []
-    for kind, values, words, args in messages(envelope.body, parse):
+    for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
         facts.append(Fact(kind=kind, line=line, values=values, text=words, args=args,
                           process=envelope.process, level=envelope.level))
     return facts
+
+
+# An exception raised with several strings, RuntimeError("a ", f"b {x}. ", "c."), prints them as a
+# tuple: ('a ', 'b 80. ', 'c.'). Bounded repeats keep the search linear on hostile lines.
+FRAGMENTS = re.compile(r"\('[^'\\]{0,500}'(?:, '[^'\\]{0,500}'){1,16}\)")
+FRAGMENT = re.compile(r"'([^'\\]*)'")
+
+
+def joined_fragments(body: str) -> str:
+    """The body with each tuple of string fragments read as the one sentence it stands for."""
+    if "', '" not in body:
+        return body
+    return FRAGMENTS.sub(lambda found: "".join(FRAGMENT.findall(found[0])), body)
 
 
 def messages(body: str, parse=_lark_parse):
@@ -201,7 +223,9 @@ def messages(body: str, parse=_lark_parse):
             continue
         try:
             tree = parse(message_parser(), body[start:])
-        except LarkError:
+        except LarkError as error:
+            if _cut_by_the_end(error, body[start:]):
+                yield CUT, {}, {}, {}
             position = start + 1
             continue
         message, rest = tree.children[0], _rest(tree)
@@ -214,6 +238,29 @@ def messages(body: str, parse=_lark_parse):
         if rest is None:
             return
         position = len(body) - len(rest)  # REST is the suffix of the body after this message
+
+
+def _cut_by_the_end(error: LarkError, text: str) -> bool:
+    """Whether a message failed only because its text ended: at the end, or inside a word it expected."""
+    if isinstance(error, UnexpectedEOF):
+        return True
+    if isinstance(error, UnexpectedToken):
+        if error.token.type == "$END":
+            return True
+        at, expected = error.token.start_pos, error.expected
+    elif isinstance(error, UnexpectedCharacters):
+        at, expected = error.pos_in_stream, error.allowed
+    else:
+        return False
+    rest = text[at:].rstrip()
+    words = literal_terminals()
+    return bool(rest) and any(len(words.get(name, "")) > len(rest) and words[name].startswith(rest) for name in expected)
+
+
+@cache
+def literal_terminals() -> dict[str, str]:
+    """The words of the message grammar's string terminals, by terminal name."""
+    return {t.name: t.pattern.value for t in message_parser().terminals if t.pattern.type == "str"}
 
 
 def _rest(tree: Tree) -> str | None:

@@ -35,6 +35,11 @@ STAT_FACTS = {
     "Prefix cache hit rate": "prefix_cache_hit_pct",
     "Preemptions": "preemptions",
 }
+# An exit the operator asked for: systemd's signal names, and 128 + SIGINT / SIGTERM as shells and docker report them.
+OPERATOR_SIGNALS = {"TERM", "INT"}
+OPERATOR_EXIT_CODES = {130, 143}
+# What the stats lines report of the moment, rather than of the run's configuration.
+STATE_NAMES = frozenset(STAT_FACTS.values()) | {"engine"}
 PROFILE_FACTS = {
     "total_gpu_memory": "total_gpu_gib",
     "kv_cache_size": "kv_available_gib",
@@ -236,8 +241,29 @@ class ToFacts(Transformer):
         return {"values": values, "text": {"derived_from": _token(c, "DERIVED_KEY") or ""}}
 
     def unsupported_quantization(self, c):
+        # compressed-tensors names no method, only its scheme.
+        method = _token(c, "NAME") or ("compressed-tensors" if _token(c, "A_QUANT_SCHEME") else None)
         return {"values": _named(("min_compute_capability", "gpu_compute_capability"), c),
-                "text": {"quantization": _token(c, "NAME") or ""}}
+                "text": {"quantization": method} if method else {}}
+
+    def supervisor_exit(self, c):
+        """The exit and whether it is a failure: a stop the operator asked for (SIGTERM, SIGINT) is not."""
+        status, signal = _token(c, "NUMBER"), _token(c, "NAME") or ""
+        values = {"exit_status": number(status)} if status is not None else {}
+        if _token(c, "A_KILLED_FOR_MEMORY"):
+            return {"values": values, "text": {"outcome": "failed", "signal": "KILL", "reason": "out of memory"}}
+        if _token(c, "A_RESTART_LOOP"):
+            return {"values": values, "text": {"outcome": "failed", "reason": "restart loop"}}
+        code = values.get("exit_status")
+        stopped = signal in OPERATOR_SIGNALS or code in OPERATOR_EXIT_CODES
+        outcome = "stopped" if stopped else "clean" if code == 0 else "failed"
+        return {"values": values, "text": {"outcome": outcome, "signal": signal}}
+
+    def unsupported_kv_dtype(self, c):
+        return {"text": {"kv_cache_dtype": (_token(c, "A_KV_DTYPE_UNSUPPORTED") or "").split()[0]}}
+
+    def fp8_type_unsupported(self, c):
+        return {"text": {"fp8_type": (_token(c, "A_FP8_TYPE_UNSUPPORTED") or "").split()[1]}}
 
     def unsupported_architecture(self, c):
         return {"text": {"architectures": _token(c, "ARCH_LIST") or ""}}
@@ -258,6 +284,9 @@ class ToFacts(Transformer):
 
     def frame(self, c):
         return {"text": {"function": (_token(c, "FUNC") or "").rstrip("(")}}
+
+    def serving_call(self, c):
+        return {"text": {"function": _token(c, "A_SERVING_CALL") or ""}}
 
     def exception(self, c):
         return {"text": {"type": _token(c, "A_EXCEPTION") or ""}}

@@ -7,16 +7,15 @@ from typing import Literal, TextIO
 from pydantic import BaseModel, Field
 
 from . import command
+from .continuation import continued_facts
 from .facts import Fact, Number
 from .grammar import parse_line
 from .limits import bounded_tracebacks
 from .rules import Match, flag_values, load_rules, match_run, render
 from .sources import Line
-from .timeline import STAGE_BY_FUNCTION, Run, split_runs
+from .timeline import STAGE_BY_FUNCTION, TRACEBACK_KINDS as PLUMBING, Run, split_runs
 
 SCHEMA = "vllm-advisor.report/1"
-# Traceback plumbing is joined into the events it explains, not reported on its own.
-PLUMBING = {"traceback_start", "frame"}
 
 
 class Verdict(BaseModel):
@@ -88,7 +87,7 @@ class Report(BaseModel):
 
 def parse(lines: Iterable[Line]) -> list[Fact]:
     """Every fact of every line, in order (but the middle of a runaway traceback)."""
-    return list(bounded_tracebacks(fact for line in lines for fact in parse_line(line.text, line.number)))
+    return list(bounded_tracebacks(continued_facts(lines, parse_line)))
 
 
 def analyze(lines: Iterable[Line], source: str, user_command: str | None = None) -> Report:

@@ -15,6 +15,8 @@ from .expressions import ExpressionError, compile_expression, evaluate
 from .grammar import data_dir
 from .remedies import arithmetic
 from .remembered import RememberedArithmetic, RememberedCondition
+from .facts import Fact
+from .messages import STATE_NAMES
 from .timeline import Event, Run
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,9 @@ class Rule(BaseModel):
     fallback: bool = False  # only when no other error or warning explains the run
     overridden_by: list[str] = Field(default_factory=list)
     remediations_from: str | None = None  # share another rule's ranked remediations
+    # An inference from periodic lines is a failure only when it lasts: `when` must hold on this many
+    # of the rule's events in a row (stats lines: that many in a row), and the rule fires on the last.
+    sustained: int = Field(1, ge=1, le=10)
 
     @field_validator("when")
     @classmethod
@@ -126,7 +131,7 @@ class Match(BaseModel):
 
 
 # Names of the whole run that an event's own values and words do not override.
-RUN_WIDE = ("kinds", "vllm_version")
+RUN_WIDE = ("kinds", "vllm_version", "became_ready")
 
 
 class RunContext:
@@ -142,7 +147,9 @@ class RunContext:
     def __init__(self, run: Run):
         self.names: dict[str, Any] = {f"arg_{k}": v for k, v in run.launch_args().items()
                                       if isinstance(v, (int, float, str))}
-        self.names.update(run.values)
+        # A state the stats lines report changes from line to line: an event sees only its own, never
+        # a later line's (batch would then judge an earlier line by what a stream had not yet read).
+        self.names.update({name: value for name, value in run.values.items() if name not in STATE_NAMES})
         if run.peak_running_reqs is not None:
             self.names["peak_running_reqs"] = run.peak_running_reqs
         self.names.update(kinds=sorted(run.kinds()), vllm_version=run.vllm_version)
@@ -152,13 +159,27 @@ class RunContext:
         self.root_cause_from = math.inf if first_exception is None else first_exception
         shutdown_line = run.shutdown_line
         self.shutdown_from = math.inf if shutdown_line is None else shutdown_line
+        # A message line can state several facts ("... is preempted ... total_num_cumulative_preemption=151"):
+        # each of its events also sees the others' values, as a stream judges a line once it is whole.
+        lines: dict[int, list[Fact]] = {}
+        for fact in run.facts:
+            lines.setdefault(fact.line, []).append(fact)
+        self.line_values = {line: {k: v for f in facts for k, v in f.values.items()}
+                            for line, facts in lines.items() if len(facts) > 1}
+        progress_line = run.progress_line
+        self.progress_until = -math.inf if progress_line is None else progress_line
+        self.names["became_ready"] = run.ready_line is not None
 
     def own_names(self, event: Event) -> dict[str, Any]:
         """The event's own names: its values, their changes and its words, its kind, level, phase, stage
-        and frames, the exception it states and the root cause and shutdown it comes after."""
+        and frames, the exception it states, the root cause and shutdown it comes after, and whether
+        it ends the run (at_end: no sign of startup progress or serving follows it)."""
         fact = event.fact
         line, text = fact.line, fact.text
         names = fact.values_copy()
+        siblings = self.line_values.get(line)
+        if siblings:
+            names = {**siblings, **names}
         if event.derived:
             names.update(event.derived)
         if text:
@@ -171,6 +192,7 @@ class RunContext:
         names["exception"] = text.get("type", "")
         names["root_cause"] = self.root_cause if line >= self.root_cause_from else None
         names["shutting_down"] = line >= self.shutdown_from
+        names["at_end"] = line > self.progress_until  # nothing after it shows vLLM going on
         for name in RUN_WIDE:
             names.pop(name, None)
         return names
@@ -209,6 +231,17 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
     found: dict[int, Match] = {}
     derive = RememberedArithmetic(scope.names)
     conditions = [RememberedCondition(rule.when, scope.names) for rule in rules]
+
+    def holds(index: int, event: Event) -> Any:
+        own = scope.own_names(event)
+        try:
+            return conditions[index](own, derive(own), derive.key)
+        except Exception:  # judged again, and logged, in the walk below
+            return False
+
+    # A sustained rule judged on a run's later events only (the stream) counts the streak before them.
+    streaks = {index: 0 if events is None or not events else _streak_before(run, rules[index], events[0], holds, index)
+               for index, rule in enumerate(rules) if rule.sustained > 1}
     for event in run.events if events is None else events:
         candidates = waiting.get(event.kind)
         if not candidates:
@@ -223,10 +256,23 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
                 log.exception("rule %s failed on line %d", rule.code, event.line)
                 retire(index)
                 continue
+            if index in streaks:
+                streaks[index] = streaks[index] + 1 if fired else 0
+                fired = streaks[index] >= rule.sustained
             if fired:
                 found[index] = Match(rule=rule, event=event, context=scope.whole(own, derived))
                 retire(index)
     return without_superseded([found[index] for index in sorted(found)])
+
+
+def _streak_before(run: Run, rule: Rule, first: Event, holds, index: int) -> int:
+    """How many of the rule's events in a row just before `first` satisfy it (at most sustained - 1)."""
+    streak = 0
+    for event in reversed([e for e in run.events if e.line < first.line and e.kind in rule.event]):
+        if streak == rule.sustained - 1 or not holds(index, event):
+            break
+        streak += 1
+    return streak
 
 
 def without_superseded(matches: list[Match]) -> list[Match]:

@@ -8,8 +8,8 @@ from .facts import Fact
 from .prefilter import matcher
 from .report import Finding, Verdict, finding, verdict
 from .rules import Match, load_rules, match_run, without_superseded
-from .sources import MAX_LINE, Line, line_segments, lines
-from .templates import FactTemplates
+from .scan import CandidateReader, scan_buffer
+from .sources import MAX_LINE
 from .timeline import Run, place, starts_new_run
 
 STREAM_SCHEMA = "vllm-advisor.finding/1"
@@ -60,9 +60,12 @@ class StreamEngine:
         self.source = source
         self.lines_read = 0
         self._last_number = 0
-        self._pending = b""  # feed_bytes: the start of a line whose end has not arrived
+        # Bytes not read yet: the start of a line whose end has not arrived, and the lines before it
+        # that a message cut at its line's end may need to read on into.
+        self._pending = b""
+        self._skip = 0  # offset in _pending before which the lines were read on into already
         self._find_hits = matcher()
-        self._parse = FactTemplates().parse_line
+        self._read = CandidateReader()
         self.verdicts: dict[int, Verdict] = {}
         self._rules = load_rules()
         self._run = Run(0)
@@ -75,7 +78,8 @@ class StreamEngine:
         """Bytes as read, cut anywhere; lines are numbered as the input numbers them.
 
         One literal search over the whole chunk finds the lines that can carry a fact (the batch fast
-        path's prefilter): the others only count, with no Python work per line.
+        path's prefilter): the others only count, with no Python work per line. A message cut by its
+        line's end waits for the lines that may continue it.
         """
         pending = self._pending + data
         cut = pending.rfind(b"\n") + 1
@@ -83,33 +87,30 @@ class StreamEngine:
         return self._feed_block(pending[:cut]) if cut else []
 
     def feed_raw(self, raw: bytes | str) -> list[StreamFinding]:
-        """One physical line as read (wrappers, colour codes, CR-redrawn segments), numbered in arrival order."""
+        """One physical line as read (wrappers, colour codes, CR-redrawn segments), numbered in arrival
+        order; newlines inside it separate its segments, as CRs do."""
         data = raw.encode("utf-8", errors="surrogateescape") if isinstance(raw, str) else raw
-        number = self._last_number + 1
-        out = []
-        if self._find_hits(data):
-            out = [f for segment in lines([data.rstrip(b"\n")]) for f in self.feed(Line(number, segment.text))]
-        if self._last_number != number:  # an empty line still counts, so numbers match the file's
-            self._last_number, self.lines_read = number, self.lines_read + 1
-        return out
+        return self.feed_bytes(data.rstrip(b"\n").replace(b"\n", b"\r") + b"\n")
 
-    def feed(self, line: Line) -> list[StreamFinding]:
-        if line.number != self._last_number:  # CR-separated segments share their line's number
-            self.lines_read += 1
-            self._last_number = line.number
-        return self._feed_facts(self._parse(line.text, line.number), line.number)
-
-    def _feed_block(self, block: bytes) -> list[StreamFinding]:
-        """Whole lines: parse the candidates, count the rest."""
+    def _feed_block(self, block: bytes, final: bool = False) -> list[StreamFinding]:
+        """Whole lines: parse the candidates, count the rest; keep back those that wait for more lines."""
         out: list[StreamFinding] = []
-        first, number, position = self._last_number, self._last_number, 0
-        for start in sorted({block.rfind(b"\n", 0, hit) + 1 for hit in self._find_hits(block)}):
-            number += block.count(b"\n", position, start)
-            for line in line_segments(number + 1, block[start:block.find(b"\n", start)]):
-                out += self._feed_facts(self._parse(line.text, line.number), line.number)
-            position = start
-        self._last_number = number + block.count(b"\n", position)
-        self.lines_read += self._last_number - first
+
+        def read(buffer: bytes, start: int, stop: int, number: int, last: bool) -> int | None:
+            found = self._read(buffer, start, stop, number, last)
+            if found is None:
+                return None
+            out.extend(self._feed_facts(found[0], number))
+            return found[1]
+
+        first = self._last_number
+        number, resume, skip = scan_buffer(block, len(block), first, self._skip, self._find_hits, read, final)
+        if resume is None:
+            self._skip = max(0, skip - len(block))
+        else:
+            self._pending, self._skip = block[resume:] + self._pending, 0
+        self._last_number = number
+        self.lines_read += number - first
         return out
 
     def _feed_facts(self, facts: list[Fact], number: int) -> list[StreamFinding]:
@@ -127,8 +128,9 @@ class StreamEngine:
 
     def finish(self) -> list[StreamFinding]:
         """End of input: judge the current run with everything known, as batch mode does."""
-        out = self._feed_block(self._pending + b"\n") if self._pending else []  # a last line without its newline
-        self._pending = b""
+        pending, self._pending = self._pending, b""
+        # The lines kept back, and a last line without its newline.
+        out = self._feed_block(pending if pending.endswith(b"\n") else pending + b"\n", final=True) if pending else []
         out += self._end_run() if self._run.facts else []
         self._run = Run(self._run.index + 1)
         return out

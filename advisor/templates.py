@@ -23,6 +23,7 @@ DIGIT_SENSITIVE = {
     "A_INITIALIZING": r"V\d",            # "Initializing a V1 LLM engine"
     "A_FP8_TYPE_UNSUPPORTED": r"fp\d",   # "type fp8e4nv not supported"
     "A_HTTP_STATUS": r'" \d',            # 'HTTP/1.1" 500': only 4xx and 5xx are anchors
+    "A_WEIGHT_KERNEL": r"w\da\d",        # "def _w8a8_triton_block_scaled_mm("
 }
 # Digit-uniform itself, so two lines with one key either both match it or neither does.
 BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))

@@ -14,7 +14,7 @@ RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
 # The only kinds that can begin a new run (see starts_new_run).
 STARTING_KINDS = RUN_MARKERS | {"engine_config"}
 # Traceback plumbing: joined into the exception it ends, not an event of its own.
-TRACEBACK_KINDS = {"traceback_start", "frame"}
+TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "exception_chain"}
 # A run that shows one of these is over: a marker or an engine config after it begins the next run.
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over (DESIGN.md, "Phase").
@@ -25,6 +25,8 @@ SERVING_KINDS = {"stats", "request_too_long", "prompt_too_long", "prompt_too_lon
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {"engine_config", "non_default_args", "namespace_args", "server_version", "weights",
                  "memory_profile", "kv_available", "kv_cache_size", "gpu_blocks", "graph_capture_start"}
+# Signs that vLLM was still making progress: an error after the last of them ends the run.
+PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS
 # The derived values of an event that moved nothing: one read-only mapping shared by all of them.
 NO_CHANGE: Mapping[str, float] = MappingProxyType({})
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
@@ -45,6 +47,10 @@ STAGE_BY_FUNCTION = {
                 "run_busy_loop", "_process_engine_step", "create_chat_completion", "create_completion",
                 "engine_step", "process_output_sockets", "_run_output_handler", "sample_tokens"},
 }
+# The serving loops: a traceback that runs through one happened while serving, whatever it says
+# and whether or not the excerpt shows the server getting ready (DESIGN.md, "Phase").
+SERVING_LOOPS = {"run_busy_loop", "run_engine_loop", "_process_engine_step", "step_with_batch_queue",
+                 "engine_step", "output_handler", "_run_output_handler", "process_output_sockets"}
 
 
 @dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
@@ -89,6 +95,10 @@ class Run:
     def shutdown_line(self) -> int | None:
         return next((f.line for f in self.facts if f.kind == "shutdown"), None)
 
+    @property
+    def progress_line(self) -> int | None:
+        """The last line that shows vLLM starting up or serving: what fails after it ends the run."""
+        return next((f.line for f in reversed(self.facts) if f.kind in PROGRESS_KINDS), None)
 
     def launch_args(self) -> dict:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
@@ -96,7 +106,8 @@ class Run:
     def root_cause(self, before_line: int) -> str | None:
         """The first exception logged in the run up to a line, as 'Type: message'."""
         first = next((f for f in self.facts if f.kind == "exception" and f.line <= before_line), None)
-        return f"{first.text['type']}: {first.text.get('message', '')}".strip(": ") if first else None
+        # Without its full stop: the rules' sentences put their own after it.
+        return f"{first.text['type']}: {first.text.get('message', '')}".strip(": ").rstrip(".") if first else None
 
 
 def split_runs(facts: Iterable[Fact]) -> list[Run]:
@@ -144,8 +155,8 @@ def place(run: Run) -> list[Event]:
         if kind in STAGE_STEP_KINDS:  # the other kinds leave both as they are
             capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
             sized = sized or kind in KV_SIZING_KINDS
-        phase = "runtime" if line >= runtime_from else "startup"
         stage, frames = stage_of_line.get(line, NO_STAGE)
+        phase = "runtime" if line >= runtime_from or _in_serving_loop(frames) else "startup"
         if not stage:
             stage = _stage_from_context(line in weights_lines, phase, capturing, sized)
         if kind == "stats":
@@ -164,24 +175,47 @@ def place(run: Run) -> list[Event]:
             last = max(f.line for f in facts if f.process == process)
             level = next(f.level for f in reversed(facts) if f.process == process)
             stub = Fact(kind="incomplete_traceback", line=last, process=process, level=level)
-            phase = "runtime" if last >= runtime_from else "startup"
+            phase = "runtime" if last >= runtime_from or _in_serving_loop(frames) else "startup"
             events.append(Event(stub, phase, stage_from_frames(tuple(frames)), tuple(frames)))
     return sorted(events, key=attrgetter("fact.line"))
 
 
+def _in_serving_loop(frames) -> bool:
+    return not SERVING_LOOPS.isdisjoint(frames)
+
+
 def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str, ...]]], dict[str | None, list[str]]]:
-    """The stage and frames of each exception's line, and the frames of tracebacks left open at the end."""
+    """The stage and frames of each exception's line, and the frames of tracebacks left open at the end.
+
+    An exception that "was the direct cause of the following exception" happened inside the frames of
+    the traceback that follows it: those frames are its outer ones.
+    """
     open_frames: dict[str | None, list[str]] = {}
     stage_of_line: dict[int, tuple[str, tuple[str, ...]]] = {}
+    last_exception: dict[str | None, int] = {}
+    causes: dict[str | None, int] = {}  # process -> line of the exception a chain marker points back to
+
+    def resolve(process: str | None, frames: tuple[str, ...]) -> None:
+        cause = causes.pop(process, None)
+        if cause is not None:
+            inner = stage_of_line.get(cause, NO_STAGE)[1]
+            stage_of_line[cause] = (stage_from_frames(frames + inner), frames + inner)
+
     for fact in facts:
-        kind = fact.kind
+        kind, process = fact.kind, fact.process
         if kind == "traceback_start":
-            open_frames[fact.process] = []
-        elif kind == "frame":  # an excerpt may start inside a traceback
-            open_frames.setdefault(fact.process, []).append(fact.text.get("function", ""))
+            open_frames[process] = []
+        elif kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
+            open_frames.setdefault(process, []).append(fact.text.get("function", ""))
+        elif kind == "exception_chain" and process in last_exception:
+            causes[process] = last_exception[process]
         elif kind == "exception":
-            frames = tuple(open_frames.pop(fact.process, ()))
+            frames = tuple(open_frames.pop(process, ()))
             stage_of_line[fact.line] = (stage_from_frames(frames), frames)
+            resolve(process, frames)
+            last_exception[process] = fact.line
+    for process, frames in open_frames.items():
+        resolve(process, tuple(frames))
     return stage_of_line, open_frames
 
 
@@ -227,4 +261,7 @@ def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> M
     waiting_before, waiting_after = before.get("waiting_reqs"), after.get("waiting_reqs")
     if waiting_before is not None and waiting_after is not None and waiting_after > waiting_before:
         change["waiting_rise"] = waiting_after - waiting_before
+    usage_before, usage_after = before.get("kv_cache_usage_pct"), after.get("kv_cache_usage_pct")
+    if usage_before is not None and usage_after is not None and usage_after > usage_before:
+        change["kv_usage_rise"] = round(usage_after - usage_before, 1)
     return change or NO_CHANGE

@@ -92,12 +92,12 @@ def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
     split_in(3, monkeypatch)
     scan_lines = scan._scan_lines
 
-    def broken_after_the_first_part(chunks, engine):
+    def broken_after_the_first_part(chunks, engine, lookahead):
         chunks = iter(chunks)
         first = next(chunks)
         if first[:len(head)] != head:
             raise ValueError("a later part")
-        return scan_lines([first, *chunks], engine)
+        return scan_lines([first, *chunks], engine, lookahead)
     head = generated_log.read_bytes()[:100]
     monkeypatch.setattr(scan, "_scan_lines", broken_after_the_first_part)
     with pytest.raises(ValueError, match="a later part"):

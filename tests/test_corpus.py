@@ -9,22 +9,9 @@ from conftest import CORPUS, analyze_fixture, corpus_cases
 
 CASES = corpus_cases()
 # Cases the advisor still gets wrong, each with what it says: strict, so a fix must remove its line.
-KNOWN_WRONG = {
-    "016": "'# GPU blocks: 0' with the ValueError cut off is called healthy",
-    "018": "a negative 'Available KV cache memory' before the failure: 'cause not shown'",
-    "025": "the free-memory ValueError hard-wrapped at 80 columns is not recognised",
-    "034": "a traceback through run_busy_loop after serving is called a startup weights OOM",
-    "061": "one v0.3 stats snapshot (2 running, 3 pending, 82%) is called preemption",
-    "073": "'derived max_model_len (None=2048 ...)' is not recognised",
-    "076": "a compressed-tensors RuntimeError built from a tuple of fragments is not recognised",
-    "078": "Triton fp8e4nv in a w8a8 block-scaled matmul (fp8 weights) is taken for an fp8 KV cache",
-    "080": "an fp8 checkpoint's kv-cache scheme against fp8_e5m2, split over two lines, is not recognised",
-    "087": "'Engine process failed to start' then systemd status=1/FAILURE is called healthy",
-    "090": "one stats snapshot of a healthy server (7 running, 1 waiting, 95%) is called preemption",
-    "096": "an HTTP 400 whose reason is not in the log, then SIGTERM, is called a failure",
-}
+KNOWN_WRONG: dict[str, str] = {}
 # Cases whose labelled numbers are not all found yet.
-KNOWN_MISSING_FACTS = {key: KNOWN_WRONG[key] for key in ("025", "073")}
+KNOWN_MISSING_FACTS: dict[str, str] = {}
 
 
 def known(cases: list[dict], wrong: dict[str, str]) -> list:

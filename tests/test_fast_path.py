@@ -48,6 +48,18 @@ def test_lines_across_block_boundaries(monkeypatch, engine):
     assert packed_report(scan.scan_chunks(small, engine), path.name).to_json() == plain_json(path)
 
 
+def test_a_cut_message_is_read_on_across_every_block_boundary(monkeypatch):
+    # A message hard-wrapped over three lines: wherever a block ends, its first line waits for the others.
+    path = next(FIXTURES.glob("corpus/025-*.log"))
+    data = path.read_bytes()
+    plain = plain_json(path)
+    assert '"free_memory_below_utilization"' in plain
+    for size in range(1, len(data) + 2):
+        monkeypatch.setattr(scan, "BLOCK", size)
+        pieces = [data[i:i + size] for i in range(0, len(data), size)]
+        assert packed_report(scan.scan_chunks(pieces, "find"), path.name).to_json() == plain, size
+
+
 @pytest.fixture(scope="module")
 def generated_log(tmp_path_factory):
     return generate(tmp_path_factory.mktemp("bench") / "generated.log", 5 << 20)

@@ -62,8 +62,15 @@ WORDINGS = [
     ("068-", 1, "tp_heads_mismatch", {"num_attention_heads": 28, "tensor_parallel_size": 8}),
     ("reference-formats", 18, "pp_layers_mismatch", {"num_hidden_layers": 30}),
     ("072-", 1, "max_len_exceeds_model", {"max_seq_len": 4096, "derived_max_model_len": 2048}),
+    ("073-", 1, "max_len_exceeds_model", {"max_seq_len": 4096, "derived_max_model_len": 2048}),  # "(None=2048"
     ("075-", 1, "unsupported_quantization", {"min_compute_capability": 75, "gpu_compute_capability": 70}),
-    ("079-", 1, "unsupported_kv_dtype", {}),
+    ("076-", 1, "unsupported_quantization", {"min_compute_capability": 80, "gpu_compute_capability": 75}),  # a tuple of fragments
+    ("079-", 1, "fp8_type_unsupported", {}),
+    ("080-", 1, "unsupported_kv_dtype", {}),  # the sentence goes on on the next line
+    ("078-", 2, "weight_kernel", {}),  # Triton shows the kernel it was compiling
+    ("087-", 4, "supervisor_exit", {"exit_status": 1}),  # systemd, under journalctl
+    ("034-", 7, "serving_call", {}),  # "engine_core.run_busy_loop()" in a cut traceback
+    ("034-", 3, "exception_chain", {}),
     ("081-", 5, "nccl_error", {}),
     ("083-", 4, "port_in_use", {}),
     ("085-", 1, "unsupported_architecture", {}),

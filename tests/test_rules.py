@@ -36,8 +36,10 @@ CASES = {
     "R106": ("074-", "089-"),
     "R107": ("089-", "091-"),  # engine died / EngineDeadError only as SIGTERM shutdown noise
     "R108": ("request-too-long", "healthy"),  # live: an HTTP 400 / a healthy server
+    "R109": ("089-first-188", "096-"),  # a worker's error ends the excerpt / SIGTERM shutdown noise
     "H101": ("044-", "062-"),
     "H102": ("067-", "058-"),
+    "H103": ("090-", "healthy"),  # one stats line of pressure / a healthy server under light load
 }
 
 
@@ -55,11 +57,13 @@ def test_matching_finds_what_judging_every_event_whole_finds(path):
     rules = load_rules()
     for run in split_runs(scan.scan_file(str(path))):
         plain: dict[int, Match] = {}
+        streaks = dict.fromkeys(range(len(rules)), 0)  # a sustained rule fires on the last of its streak
         for event in run.events:
             for index, rule in enumerate(rules):
                 if index not in plain and event.kind in rule.event:
                     context = context_for(run, event)
-                    if evaluate(rule.when, context):
+                    streaks[index] = streaks[index] + 1 if evaluate(rule.when, context) else 0
+                    if streaks[index] >= rule.sustained:
                         plain[index] = Match(rule=rule, event=event, context=context)
         expected = without_superseded([plain[index] for index in sorted(plain)])
         found = match_run(run, rules)

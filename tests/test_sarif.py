@@ -58,11 +58,11 @@ def test_driver_lists_every_rule_with_its_explanation():
 
 
 def test_results_carry_rule_level_line_and_the_fix():
-    report = analyze_fixture("091")
-    results = sarif("091")["runs"][0]["results"]
-    assert [r["ruleId"] for r in results] == [f.rule for f in report.findings] == ["R103", "H101"]
+    report = analyze_fixture("067")
+    results = sarif("067")["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == [f.rule for f in report.findings] == ["S106", "H102"]
     assert [r["level"] for r in results] == ["warning", "note"]
-    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in results] == [120, 55]
+    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in results] == [1, 3]
     top = results[0]["message"]["text"]
     assert report.findings[0].remediations[0].title in top
     assert f"Corrected command: {report.command.corrected}" in top

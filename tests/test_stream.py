@@ -11,10 +11,15 @@ from advisor.stream import StreamEngine
 from conftest import analyze_fixture, corpus_cases, fixture_path
 
 
+def physical_lines(name: str) -> list[bytes]:
+    data = fixture_path(name).read_bytes()
+    return data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n")
+
+
 def stream_fixture(name: str) -> tuple[StreamEngine, list, list]:
-    """Stream a fixture line by line: (engine, what feed() emitted, what finish() emitted)."""
+    """Stream a fixture line by line: (engine, what feed_raw() emitted, what finish() emitted)."""
     engine = StreamEngine(name)
-    fed = [f for line in sources.lines(sources.read_chunks(str(fixture_path(name)))) for f in engine.feed(line)]
+    fed = [f for raw in physical_lines(name) for f in engine.feed_raw(raw)]
     return engine, fed, engine.finish()
 
 
@@ -52,6 +57,22 @@ def test_each_finding_reported_once_per_run(case):
     assert all(h.replace("fr", "") in ("", "f") for h in history.values()), history
 
 
+@pytest.mark.parametrize("case", corpus_cases(), ids=lambda c: c["file"][:3])
+def test_what_a_reader_of_the_stream_is_left_with_is_the_batch_findings(case):
+    # A consumer keeps each finding until its retraction: at the end it must hold batch's findings,
+    # none that a later (logged) finding overrode.
+    _, fed, ended = stream_fixture(case["id"])
+    standing: dict[tuple[int, str], tuple] = {}
+    for s in fed + ended:
+        key = (s.run, s.finding.rule)
+        if s.event == "finding":
+            standing[key] = (s.finding.rule, s.finding.line, s.finding.failure)
+        elif s.event == "retraction":
+            standing.pop(key, None)
+    batch = Counter((f.rule, f.line, f.failure) for f in analyze_fixture(case["id"]).findings)
+    assert Counter(standing.values()) == batch
+
+
 def test_startup_failure_reported_when_its_line_arrives():
     # 088: vLLM 0.32 on CPU refuses a 6 MB KV budget for 4096 tokens; the error line settles it.
     _, fed, _ = stream_fixture("088")
@@ -82,7 +103,7 @@ def test_fallback_waits_for_the_specific_cause():
 def test_flush_judges_the_run_so_far():
     # 030 ends inside a traceback: the stub that S299 fires on exists only for the run judged whole.
     engine = StreamEngine("030")
-    fed = [f for line in sources.lines(sources.read_chunks(str(fixture_path("030")))) for f in engine.feed(line)]
+    fed = [f for raw in physical_lines("030") for f in engine.feed_raw(raw)]
     assert "S299" not in {s.finding.rule for s in fed}
     assert "S299" in {s.finding.rule for s in engine.flush()}
     assert engine.finish() == []

@@ -1,0 +1,122 @@
+"""Messages cut by the end of their line, read on into the lines that continue them.
+
+A terminal hard-wraps a long line at its width, mid-word; an exception's text can hold newlines of
+its own. Either way the message's first words, and so its anchor, are on the first line, and the
+grammar runs out of text before the message is complete: parse_line then leaves a CUT mark. The
+next lines continue it when they start no record of their own (no envelope, no traceback line); the
+joined text goes through the grammar again, so the grammar stays the one source of facts.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from .facts import Fact
+from .grammar import CUT, anchor_regex, split_envelope
+from .sources import Line
+
+# A message is read on into at most this many lines: three terminal rows of 80 columns hold the
+# longest message the grammar reads in parts.
+MAX_FOLLOWING = 2
+# join()'s answer when the lines given do not settle it and more may come.
+MORE = "more"
+# What begins a line of its own in a traceback, besides an envelope.
+TRACEBACK_STARTS = ("Traceback (most recent call last)", 'File "', "During handling of", "The above exception")
+
+ParseLine = Callable[[str, int], list]
+
+
+def is_cut(facts: Sequence[Fact]) -> bool:
+    return any(fact.kind == CUT for fact in facts)
+
+
+def without_cut(facts: Sequence[Fact]) -> list:
+    return [fact for fact in facts if fact.kind != CUT]
+
+
+def starts_record(text: str) -> bool:
+    """Whether a line begins something of its own rather than continuing the line before it."""
+    body = text.strip()
+    if not body or body.startswith(TRACEBACK_STARTS):
+        return True
+    envelope = split_envelope(text)
+    if envelope.level or envelope.process:
+        return True
+    found = anchor_regex().match(envelope.body)
+    return found is not None and found.lastgroup == "A_EXCEPTION"
+
+
+def join(text: str, number: int, following: Sequence[str], parse: ParseLine, final: bool):
+    """The facts of `text` read on into the next lines' texts, and how many of them it took:
+    (facts, used); None when they do not continue its cut message; MORE when they end with the
+    message still cut and further lines may come (`final` is false and fewer than MAX_FOLLOWING given)."""
+    read = len(without_cut(parse(text, number)))
+    joined = text
+    for used, line in enumerate(following[:MAX_FOLLOWING], 1):
+        if starts_record(line):
+            return None
+        still_cut = None
+        # A terminal wraps mid-word and keeps every space; a newline in an exception's text stood
+        # for a space.
+        for separator in ("", " "):
+            facts = parse(joined + separator + line, number)
+            if not is_cut(facts) and len(facts) > read:
+                return facts, used
+            if is_cut(facts) and still_cut is None:
+                still_cut = joined + separator + line
+        if still_cut is None:
+            return None
+        joined = still_cut
+    return MORE if not final and len(following) < MAX_FOLLOWING else None
+
+
+def continued_facts(lines: Iterable[Line], parse: ParseLine) -> Iterator[Fact]:
+    """Every fact of every line, in order, a cut message read on into the lines that continue it.
+
+    Lines are taken as the physical lines they are: the segments of one (split by lone CRs) share its
+    number. Only a physical line of one segment continues another; the cut one may have several.
+    """
+    physical = _physical_lines(lines)
+    ahead: list[tuple[int, list[str]]] = []
+    while True:
+        if ahead:
+            number, texts = ahead.pop(0)
+        else:
+            number, texts = next(physical, (None, None))
+            if number is None:
+                return
+        facts = [fact for text in texts[:-1] for fact in without_cut(parse(text, number))]
+        last = parse(texts[-1], number)
+        if not is_cut(last):
+            yield from facts + last
+            continue
+        while len(ahead) < MAX_FOLLOWING and (nxt := next(physical, None)) is not None:
+            ahead.append(nxt)
+        following = [group[1][0] for group in _single_segment_prefix(ahead)]
+        joined = join(texts[-1], number, following, parse, final=True)
+        if joined is None:
+            yield from facts + without_cut(last)
+            continue
+        joined_facts, used = joined
+        yield from facts + without_cut(joined_facts)
+        del ahead[:used]
+
+
+def _physical_lines(lines: Iterable[Line]) -> Iterator[tuple[int, list[str]]]:
+    number, texts = None, []
+    for line in lines:
+        if line.number != number and texts:
+            yield number, texts
+            texts = []
+        number = line.number
+        texts.append(line.text)
+    if texts:
+        yield number, texts
+
+
+def _single_segment_prefix(groups: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
+    prefix = []
+    for group in groups:
+        if len(group[1]) != 1:
+            break
+        prefix.append(group)
+    return prefix
