@@ -3,28 +3,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import site
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, fixture_path
+from conftest import ROOT, fixture_path, require_tool
 
-SKIP_VARIABLE = "VLLM_ADVISOR_SKIP_SYSLOG_NG"
 EXAMPLE = ROOT / "examples" / "syslog-ng" / "vllm-advisor.conf"
 
 
 @pytest.fixture
 def syslog_ng() -> str:
-    path = shutil.which("syslog-ng")
-    if path is None:
-        if os.environ.get(SKIP_VARIABLE) == "1":
-            pytest.skip(f"syslog-ng not installed and {SKIP_VARIABLE}=1")
-        pytest.fail("syslog-ng is not installed: apt-get install -y syslog-ng-core syslog-ng-mod-python "
-                    f"(or set {SKIP_VARIABLE}=1 to skip this test)")
-    return path
+    return require_tool("syslog-ng", "apt-get install syslog-ng-core syslog-ng-mod-python")
 
 
 def wait_for(condition, timeout: float) -> bool:
