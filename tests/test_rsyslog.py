@@ -15,7 +15,7 @@ EXAMPLE = ROOT / "examples" / "rsyslog" / "vllm-advisor.conf"
 
 @pytest.fixture
 def rsyslogd() -> str:
-    return require_tool("rsyslogd", "apt-get install rsyslog")
+    return require_tool("rsyslogd", "apt-get install rsyslog (it replaces syslog-ng-core; .ci/run has both)")
 
 
 def wait_for(condition, timeout: float) -> bool:
