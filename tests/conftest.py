@@ -7,6 +7,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,21 @@ def fixture_line(name: str, number: int) -> str:
         if line.number == number:
             return line.text
     raise AssertionError(f"{name} has no line {number}")
+
+
+def wait_for(condition, timeout: float) -> bool:
+    """Polls condition until it holds or timeout seconds pass: a daemon under test gets a bounded wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def json_lines(path: Path) -> list[dict]:
+    """The objects of a JSON-lines file a shipper writes; none before it exists."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 @pytest.fixture

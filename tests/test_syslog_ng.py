@@ -1,15 +1,12 @@
 """A real syslog-ng with the shipped example configuration feeds a vLLM log to the advisor's Python destination."""
 from __future__ import annotations
 
-import json
 import os
 import site
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
-from conftest import ROOT, fixture_path, require_tool
+from conftest import ROOT, fixture_path, json_lines, require_tool, wait_for
 
 EXAMPLE = ROOT / "examples" / "syslog-ng" / "vllm-advisor.conf"
 
@@ -17,19 +14,6 @@ EXAMPLE = ROOT / "examples" / "syslog-ng" / "vllm-advisor.conf"
 @pytest.fixture
 def syslog_ng() -> str:
     return require_tool("syslog-ng", "apt-get install syslog-ng-core syslog-ng-mod-python")
-
-
-def wait_for(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def findings(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_kv_cache_finding_reaches_the_output(syslog_ng, tmp_path):
@@ -51,11 +35,11 @@ def test_kv_cache_finding_reaches_the_output(syslog_ng, tmp_path):
             for line in fixture_path("088").open("rb"):
                 handle.write(line)
                 handle.flush()
-        assert wait_for(lambda: any(f["rule"] == "S101" for f in findings(out)), 10), findings(out)
+        assert wait_for(lambda: any(f["rule"] == "S101" for f in json_lines(out)), 10), json_lines(out)
     finally:
         daemon.terminate()
         daemon.wait(15)
-    s101 = next(f for f in findings(out) if f["rule"] == "S101")
+    s101 = next(f for f in json_lines(out) if f["rule"] == "S101")
     # Lines are numbered as messages arrive, and syslog-ng passes no message for the empty line 57:
     # the error on line 89 of the file is the 88th message.
     assert s101["failure"] == "kv_cache_insufficient" and s101["line"] == 88
