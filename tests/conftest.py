@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,20 @@ CORPUS = FIXTURES / "corpus"
 # The live tier's vLLM: the Python of its own environment (live/setup_env.sh builds it).
 VLLM_PYTHON = Path(os.environ.get("VLLM_ADVISOR_VLLM_PYTHON",
                                   Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"))
+# Set by CI, where every system tool is installed: a missing one is then a failure, not a skip.
+REQUIRE_TOOLS = "VLLM_ADVISOR_REQUIRE_TOOLS"
+
+
+def require_tool(name: str, install: str) -> str:
+    """The path of a system tool a test drives; skips (fails under VLLM_ADVISOR_REQUIRE_TOOLS=1) without it."""
+    # Daemons live in sbin, which a non-root user's PATH often lacks.
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+    if path is None:
+        reason = f"{name} is not installed: {install}"
+        if os.environ.get(REQUIRE_TOOLS) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_TOOLS}=1)", pytrace=False)
+        pytest.skip(reason)
+    return path
 
 
 def corpus_cases() -> list[dict]:
@@ -42,6 +58,21 @@ def fixture_line(name: str, number: int) -> str:
         if line.number == number:
             return line.text
     raise AssertionError(f"{name} has no line {number}")
+
+
+def wait_for(condition, timeout: float) -> bool:
+    """Polls condition until it holds or timeout seconds pass: a daemon under test gets a bounded wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def json_lines(path: Path) -> list[dict]:
+    """The objects of a JSON-lines file a shipper writes; none before it exists."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 @pytest.fixture

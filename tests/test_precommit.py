@@ -8,12 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conftest import fixture_path
+from conftest import fixture_path, require_tool
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -27,7 +24,13 @@ def pre_commit(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess
                           capture_output=True, text=True, timeout=900)
 
 
-def test_hook_fails_on_a_failing_log_and_passes_on_a_healthy_one(tmp_path):
+@pytest.fixture
+def git_installed() -> None:
+    """pre-commit clones the hook's repository with git."""
+    require_tool("git", "apt-get install git")
+
+
+def test_hook_fails_on_a_failing_log_and_passes_on_a_healthy_one(git_installed, tmp_path):
     # pre-commit clones the repository at this commit: the hook definition must be committed there.
     rev = git(REPOSITORY, "rev-parse", "HEAD")
     assert git(REPOSITORY, "ls-tree", "--name-only", rev, ".pre-commit-hooks.yaml") == ".pre-commit-hooks.yaml"

@@ -1,43 +1,19 @@
 """A real syslog-ng with the shipped example configuration feeds a vLLM log to the advisor's Python destination."""
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import site
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
-from conftest import ROOT, fixture_path
+from conftest import ROOT, fixture_path, json_lines, require_tool, wait_for
 
-SKIP_VARIABLE = "VLLM_ADVISOR_SKIP_SYSLOG_NG"
 EXAMPLE = ROOT / "examples" / "syslog-ng" / "vllm-advisor.conf"
 
 
 @pytest.fixture
 def syslog_ng() -> str:
-    path = shutil.which("syslog-ng")
-    if path is None:
-        if os.environ.get(SKIP_VARIABLE) == "1":
-            pytest.skip(f"syslog-ng not installed and {SKIP_VARIABLE}=1")
-        pytest.fail("syslog-ng is not installed: apt-get install -y syslog-ng-core syslog-ng-mod-python "
-                    f"(or set {SKIP_VARIABLE}=1 to skip this test)")
-    return path
-
-
-def wait_for(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def findings(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return require_tool("syslog-ng", "apt-get install syslog-ng-core syslog-ng-mod-python")
 
 
 def test_kv_cache_finding_reaches_the_output(syslog_ng, tmp_path):
@@ -59,11 +35,11 @@ def test_kv_cache_finding_reaches_the_output(syslog_ng, tmp_path):
             for line in fixture_path("088").open("rb"):
                 handle.write(line)
                 handle.flush()
-        assert wait_for(lambda: any(f["rule"] == "S101" for f in findings(out)), 10), findings(out)
+        assert wait_for(lambda: any(f["rule"] == "S101" for f in json_lines(out)), 10), json_lines(out)
     finally:
         daemon.terminate()
         daemon.wait(15)
-    s101 = next(f for f in findings(out) if f["rule"] == "S101")
+    s101 = next(f for f in json_lines(out) if f["rule"] == "S101")
     # Lines are numbered as messages arrive, and syslog-ng passes no message for the empty line 57:
     # the error on line 89 of the file is the 88th message.
     assert s101["failure"] == "kv_cache_insufficient" and s101["line"] == 88
