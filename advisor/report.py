@@ -45,6 +45,7 @@ class Finding(BaseModel):
     phase: str
     severity: Literal["error", "warning", "info"]
     failure: str
+    evidence: Literal["logged", "inferred"]
     line: int
     message: str
     remediations: list[RemediationOut] = Field(default_factory=list)
@@ -155,7 +156,7 @@ def finding(match: Match) -> Finding:
             rank=len(remediations) + 1, title=render(remediation.title, context), flags=flags,
             why=render(remediation.why, context), tradeoff=render(remediation.tradeoff, context)))
     return Finding(rule=rule.code, name=rule.name, phase=rule.phase, severity=rule.severity,
-                   failure=rule.failure, line=match.event.line, message=render(rule.message, context),
+                   failure=rule.failure, evidence=rule.evidence, line=match.event.line, message=render(rule.message, context),
                    remediations=remediations)
 
 

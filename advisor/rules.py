@@ -78,6 +78,8 @@ class Rule(BaseModel):
     # An inference from periodic lines is a failure only when it lasts: `when` must hold on this many
     # of the rule's events in a row (stats lines: that many in a row), and the rule fires on the last.
     sustained: int = Field(1, ge=1, le=10)
+    # How the finding knows: a line of the log says it, or it is worked out from what the lines show.
+    evidence: Literal["logged", "inferred"] = "logged"
 
     @field_validator("when")
     @classmethod

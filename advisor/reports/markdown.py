@@ -21,7 +21,7 @@ def section(report: Report) -> str:
     out = [f"### vllm-advisor: `{report.source}`{version}", "", verdict_line(report), ""]
     top = top_finding(report)
     if top is not None:
-        out += [escape(top.message), ""]
+        out += [("*(inferred)* " if top.evidence == "inferred" else "") + escape(top.message), ""]
     numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
     if numbers:
         out += ["| Number from the log | Value |", "| --- | ---: |"]
@@ -41,7 +41,8 @@ def section(report: Report) -> str:
     others = [f for f in report.findings if f is not top]
     if others:
         out += ["**Other findings:**", ""]
-        out += [f"- {f.severity} line {f.line}: {f.rule} {f.name}: {escape(f.message)}" for f in others]
+        out += [f"- {f.severity} line {f.line}: {f.rule} {f.name}{' (inferred)' if f.evidence == 'inferred' else ''}: "
+                f"{escape(f.message)}" for f in others]
         out.append("")
     return "\n".join(out)
 

@@ -81,7 +81,8 @@ def result(report: Report, finding: Finding, index: dict[str, int]) -> dict:
             "region": {"startLine": max(finding.line, 1)},
         }}],
         "partialFingerprints": {FINGERPRINT_KEY: fingerprint(report, finding)},
-        "properties": {"phase": finding.phase, "failure": finding.failure, "verdict": report.verdict.failure},
+        "properties": {"phase": finding.phase, "failure": finding.failure, "evidence": finding.evidence,
+                       "verdict": report.verdict.failure},
     }
     if finding.rule in index:
         entry["ruleIndex"] = index[finding.rule]

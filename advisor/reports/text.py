@@ -20,6 +20,8 @@ KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_
              "total_gpu_gib", "free_gpu_gib", "requested_gib", "weights_gib", "tensor_parallel_size",
              "num_attention_heads", "derived_max_model_len", "tried_to_allocate_gib", "preemptions")
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
+# How a finding knows, as the text says it: a logged one needs no word.
+EVIDENCE = {"logged": "", "inferred": "(inferred) "}
 
 
 def console(buffer: io.StringIO) -> Console:
@@ -53,10 +55,11 @@ def write(out: Console, report: Report) -> None:
     findings = report.findings
     top = top_finding(report)
     if top is not None:
-        out.print(escape(top.message))
+        out.print(f"{EVIDENCE[top.evidence]}{escape(top.message)}")
     numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
     if numbers:
-        table = Table(title="Numbers from the log", title_justify="left", show_header=False, box=None, pad_edge=False)
+        out.print("Numbers from the log")  # not the table's title: rich wraps a title to the table's width
+        table = Table(show_header=False, box=None, pad_edge=False)
         for name, value in numbers:
             table.add_row(f"  {name}", str(value))
         out.print(table)
@@ -74,7 +77,7 @@ def write(out: Console, report: Report) -> None:
     for finding in findings:
         if finding is not top:
             out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "
-                      f"{finding.rule} {finding.name}: {escape(finding.message)}")
+                      f"{finding.rule} {finding.name}: {EVIDENCE[finding.evidence]}{escape(finding.message)}")
 
 
 def top_finding(report: Report) -> Finding | None:
@@ -86,7 +89,11 @@ def top_finding(report: Report) -> Finding | None:
 def write_remediations(out: Console, finding: Finding) -> None:
     out.print("[bold]What to change[/] (one change at a time, in this order):")
     for remediation in finding.remediations:
-        out.print(f"  {remediation.rank}. {escape(remediation.title)}")
+        # A title that wraps goes on under its own first word, not at the margin.
+        number = f"  {remediation.rank}. "
+        title = Table.grid()
+        title.add_row(number, escape(remediation.title))
+        out.print(title)
         if remediation.why:
             out.print(Padding(f"why: {escape(remediation.why)}", (0, 0, 0, 5), expand=False))
         if remediation.tradeoff:
