@@ -158,3 +158,10 @@ def test_rule_files_reject_unknown_failure_words(tmp_path):
     write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID.replace("kv_cache_insufficient", "kv_too_small", 1))
     with pytest.raises(RuleSetError):
         load_rules(tmp_path)
+
+
+def test_readme_rule_table_is_the_rule_files():
+    # The table is written from the rule files: a rule added, renamed or regraded shows here first.
+    rows = ["| code | name | phase | severity | failure | evidence |", "| --- | --- | --- | --- | --- | --- |"]
+    rows += [f"| {r.code} | {r.name} | {r.phase} | {r.severity} | `{r.failure}` | {r.evidence} |" for r in load_rules()]
+    assert "\n".join(rows) + "\n" in (FIXTURES.parent / "README.md").read_text()
