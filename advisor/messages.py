@@ -130,7 +130,7 @@ class ToFacts(Transformer):
 
     def cpu_memory_below_utilization(self, c):
         return {"values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "gpu_memory_utilization",
-                                  "requested_gib"), c)}
+                                  "requested_gib"), c), "text": {"device": "cpu"}}
 
     def gpu_blocks(self, c):
         return {"values": _named(("gpu_blocks", "cpu_blocks"), c)}
@@ -139,7 +139,9 @@ class ToFacts(Transformer):
         return {"values": {"gpu_blocks": _numbers(c)[-1]}}
 
     def kv_cache_size(self, c):
-        return {"values": _named(("kv_cache_tokens",), c)}
+        # "CPU KV cache size", "XPU KV cache size": the device; "GPU" names none in particular.
+        device = (_token(c, "A_KV_CACHE_SIZE") or "GPU").split()[0].lower()
+        return {"values": _named(("kv_cache_tokens",), c), "text": {"device": device} if device != "gpu" else {}}
 
     def concurrency(self, c):
         return {"values": _named(("max_seq_len", "max_concurrency"), c)}
@@ -169,7 +171,7 @@ class ToFacts(Transformer):
         return {"values": _named(("free_gpu_gib", "kv_reserved_gib"), c)}
 
     def cpu_kv_reserved(self, c):
-        return {"values": _named(("kv_available_gib", "total_gpu_gib", "numa_node"), c)}
+        return {"values": _named(("kv_available_gib", "total_gpu_gib", "numa_node"), c), "text": {"device": "cpu"}}
 
     def graph_captured(self, c):
         return {"values": _named(("capture_seconds", "cuda_graph_gib"), c)}
@@ -209,7 +211,12 @@ class ToFacts(Transformer):
         values = {name: number(pairs[key]) for key, name in CONFIG_FACTS.items()
                   if re.fullmatch(r"\d+", pairs.get(key, ""))}
         version = (_token(c, "VERSION_TAG") or "").strip("()v")
-        return {"values": values, "text": {"vllm_version": version} if version else {}, "args": pairs}
+        words = {"vllm_version": version} if version else {}
+        # "device_config=cpu", or the older "device_config=device(type='cuda')".
+        device = re.search(r"(cpu|cuda|xpu|tpu|hpu|npu|rocm|neuron)", pairs.get("device_config", ""))
+        if device:
+            words["device"] = device[1]
+        return {"values": values, "text": words, "args": pairs}
 
     def non_default_args(self, c):
         return _launch_args(literal_dict(_token(c, "DICT_TEXT") or ""))
@@ -281,6 +288,9 @@ class ToFacts(Transformer):
 
     def ready(self, c):
         return {"values": _named(("init_seconds",), c)}
+
+    def platform(self, c):
+        return {"text": {"device": (_token(c, "NAME") or "").lower()}}
 
     def frame(self, c):
         return {"text": {"function": (_token(c, "FUNC") or "").rstrip("(")}}

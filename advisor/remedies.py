@@ -11,17 +11,23 @@ MAX_UTILIZATION = 0.95  # never suggest more: the rest is the driver's and other
 MIN_TRUSTED_GIB = 0.1
 # No model has more attention heads; a crafted count must not make the divisor search run for hours.
 MAX_HEADS = 4096
+# vLLM's default KV block size in tokens when the log does not say: 16 on CUDA, 128 on the CPU backend.
+DEFAULT_BLOCK_SIZE = {"cpu": 128}
+CUDA_BLOCK_SIZE = 16
 # `--max-model-len auto` (auto-fit, PR #29431, merged 2025-11-25) ships from this release on.
 AUTO_FIT_SINCE = (0, 13)
 
 
-def round_length(limit: float) -> int:
-    """A round max-model-len between 60% and 80% of `limit`: a multiple of 1024 where possible."""
+def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
+    """A round max-model-len between 60% and 80% of `limit`: a multiple of 1024 where possible, and at
+    least one KV block below it (vLLM keeps one block as the null block; its auto-fit forgets it,
+    PR 48724). 0 when not even that fits."""
+    ceiling = limit - block
     for step in (1024, 512, 256, 128, 64, 16, 1):
-        value = int(limit * 0.8) // step * step
+        value = min(int(limit * 0.8), ceiling) // step * step
         if value >= limit * 0.6 and value > 0:
             return value
-    return max(1, int(limit * 0.8))
+    return max(0, int(min(limit * 0.8, ceiling)))
 
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
@@ -51,9 +57,12 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     token_limit = v.get("estimated_max_model_len") or v.get("max_tokens_in_kv_cache")
     if not token_limit and bytes_per_token and available and available >= MIN_TRUSTED_GIB:
         token_limit = int(available * GIB / bytes_per_token)
+    block = v.get("block_size") or DEFAULT_BLOCK_SIZE.get(v.get("backend"), CUDA_BLOCK_SIZE)
+    out["kv_block_tokens"] = block
+    suggested = round_length(token_limit, block) if token_limit else 0
     if token_limit:
         out["tokens_that_fit"] = int(token_limit)
-        suggested = round_length(token_limit)
+    if suggested:
         out["suggested_max_model_len"] = suggested
         out["suggested_share_pct"] = round(100 * suggested / token_limit)
         out["concurrency_at_suggested"] = round(token_limit / suggested, 2)
@@ -118,4 +127,13 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         out["derived_max_model_len"] = int(derived)
     version = version_tuple(v.get("vllm_version"))
     out["auto_fit_supported"] = bool(version and version >= AUTO_FIT_SINCE)
+    # The CPU backend's memory is a NUMA node's, and other processes show in top, not nvidia-smi.
+    cpu = v.get("backend") == "cpu"
+    node = v.get("numa_node")
+    out["memory_place"] = ("NUMA node %d" % node if isinstance(node, (int, float)) and math.isfinite(node) else "the node") \
+        if cpu else "the device"
+    out["process_tool"] = "top, ps or numastat" if cpu else "nvidia-smi"
+    out["headroom_users"] = "the operating system and other processes" if cpu else "CUDA graphs, the driver and other processes"
+    # The highest utilization worth suggesting here: the ceiling, and no more than what is free.
+    out["utilization_cap"] = min(MAX_UTILIZATION, out.get("max_safe_utilization", MAX_UTILIZATION))
     return out

@@ -133,7 +133,7 @@ class Match(BaseModel):
 
 
 # Names of the whole run that an event's own values and words do not override.
-RUN_WIDE = ("kinds", "vllm_version", "became_ready")
+RUN_WIDE = ("kinds", "vllm_version", "became_ready", "backend")
 
 
 class RunContext:
@@ -171,6 +171,7 @@ class RunContext:
         progress_line = run.progress_line
         self.progress_until = -math.inf if progress_line is None else progress_line
         self.names["became_ready"] = run.ready_line is not None
+        self.names["backend"] = run.backend
 
     def own_names(self, event: Event) -> dict[str, Any]:
         """The event's own names: its values, their changes and its words, its kind, level, phase, stage

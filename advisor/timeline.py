@@ -96,6 +96,11 @@ class Run:
         return next((f.line for f in self.facts if f.kind == "shutdown"), None)
 
     @property
+    def backend(self) -> str | None:
+        """The device vLLM runs on, as the run's lines name it (cpu, cuda, xpu, ...); None when none does."""
+        return next((device for f in self.facts if (device := f.text.get("device"))), None)
+
+    @property
     def progress_line(self) -> int | None:
         """The last line that shows vLLM starting up or serving: what fails after it ends the run."""
         return next((f.line for f in reversed(self.facts) if f.kind in PROGRESS_KINDS), None)
