@@ -31,6 +31,12 @@ WRAPPERS = {
     "kubectl_prefix": re.compile(r"^\[pod/[^\]\s]+\](?: |$)"),
     # docker compose logs "vllm-1  | " (the service name is padded to a common width)
     "compose": re.compile(r"^[\w.\-]+ +\|(?: |$)"),
+    # Servers built on vLLM that re-log its output through Python's logging (Xinference):
+    # "2026-05-20 00:55:15,994 xinference.core.worker 155 ERROR    "
+    "python_logging": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [\w.\-]+ \d+ (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +"),
+    # ... and through column loggers (FastChat, loguru): "2024-04-27 10:13:05 | ERROR | stderr | ",
+    # "2024-04-27 10:13:05.123 | INFO     | module:function:42 - "
+    "columns": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| *[A-Z]+ *\| [^|]{1,120}?(?: \| | - )"),
 }
 # Wrappers nest (compose around journalctl, kubectl --prefix around --timestamps, any of them
 # around a k9s frame or a CI timestamp): strip the outer one first, but only so many.

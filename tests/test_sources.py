@@ -29,6 +29,9 @@ REAL_WRAPPED = [
     ("037", 2, "vllm  | "),  # docker compose v1 style service name
     ("050", 3, "2024-09-13T22:25:41,496 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - "),  # TorchServe
     ("022", 1, "[2026-02-24T20:21:58Z] "),  # CI runner timestamp
+    ("008", 7, "2026-05-20 00:55:15,994 xinference.core.worker 155 ERROR    "),  # Xinference re-logging vLLM
+    ("072", 2, "2024-06-25 16:32:00,563 xinference.api.restful_api 3118895 ERROR    "),
+    ("016", 3, "2024-04-27 10:13:05 | ERROR | stderr | "),  # FastChat (QAnything)
 ]
 
 
