@@ -163,11 +163,13 @@ class RunContext:
         self.shutdown_from = math.inf if shutdown_line is None else shutdown_line
         # A message line can state several facts ("... is preempted ... total_num_cumulative_preemption=151"):
         # each of its events also sees the others' values, as a stream judges a line once it is whole.
-        lines: dict[int, list[Fact]] = {}
+        # Facts are in line order: a line's facts stand next to each other.
+        self.line_values: dict[int, dict[str, Any]] = {}
+        previous: Fact | None = None
         for fact in run.facts:
-            lines.setdefault(fact.line, []).append(fact)
-        self.line_values = {line: {k: v for f in facts for k, v in f.values.items()}
-                            for line, facts in lines.items() if len(facts) > 1}
+            if previous is not None and fact.line == previous.line:
+                self.line_values.setdefault(fact.line, dict(previous.values)).update(fact.values)
+            previous = fact
         progress_line = run.progress_line
         self.progress_until = -math.inf if progress_line is None else progress_line
         self.names["became_ready"] = run.ready_line is not None
@@ -271,7 +273,9 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
 def _streak_before(run: Run, rule: Rule, first: Event, holds, index: int) -> int:
     """How many of the rule's events in a row just before `first` satisfy it (at most sustained - 1)."""
     streak = 0
-    for event in reversed([e for e in run.events if e.line < first.line and e.kind in rule.event]):
+    for event in reversed(run.events):
+        if event.line >= first.line or event.kind not in rule.event:
+            continue
         if streak == rule.sustained - 1 or not holds(index, event):
             break
         streak += 1
