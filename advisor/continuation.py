@@ -1,10 +1,12 @@
 """Messages cut by the end of their line, read on into the lines that continue them.
 
 A terminal hard-wraps a long line at its width, mid-word; an exception's text can hold newlines of
-its own. Either way the message's first words, and so its anchor, are on the first line, and the
-grammar runs out of text before the message is complete: parse_line then leaves a CUT mark. The
-next lines continue it when they start no record of their own (no envelope, no traceback line); the
-joined text goes through the grammar again, so the grammar stays the one source of facts.
+its own. parse_line leaves a CUT mark where a line may end inside a message: the grammar ran out of
+text before the message was complete, the line ends on the first part of the grammar's words (an
+anchor's "max seq" before " len ("), or a message ends on a number a wrap may have cut. The next
+lines continue it when they start no record of their own (no envelope, no traceback line) and the
+joined text says more than the line alone; it goes through the grammar again, so the grammar stays
+the one source of facts.
 """
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from .facts import Fact
 from .grammar import CUT, anchor_regex, split_envelope
 from .sources import Line
 
-# A message is read on into at most this many lines: three terminal rows of 80 columns hold the
-# longest message the grammar reads in parts.
-MAX_FOLLOWING = 2
+# A message is read on into at most this many lines: nine terminal rows of 80 columns hold the
+# longest error the grammar reads in parts (the KV shortfall with its estimate and its advice,
+# behind a process prefix).
+MAX_FOLLOWING = 8
 # join()'s answer when the lines given do not settle it and more may come.
 MORE = "more"
 # What begins a line of its own in a traceback, besides an envelope.
@@ -31,6 +34,20 @@ def is_cut(facts: Sequence[Fact]) -> bool:
 
 def without_cut(facts: Sequence[Fact]) -> list:
     return [fact for fact in facts if fact.kind != CUT]
+
+
+def reading(facts: Sequence[Fact]) -> list[tuple[str, dict]]:
+    return [(fact.kind, dict(fact.values)) for fact in facts if fact.kind != CUT]
+
+
+def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) -> bool:
+    """Whether the joined text says more than the line alone: a message more, a value more, or a
+    value the line's end had cut ("1" of "15488"); and nothing less."""
+    kinds = [kind for kind, _ in joined]
+    if any(kinds.count(kind) < [k for k, _ in alone].count(kind) for kind, _ in alone):
+        return False
+    return len(joined) > len(alone) or any(values != dict(alone_values) for (_, values), (_, alone_values)
+                                           in zip(joined, alone))
 
 
 def starts_record(text: str) -> bool:
@@ -49,24 +66,36 @@ def join(text: str, number: int, following: Sequence[str], parse: ParseLine, fin
     """The facts of `text` read on into the next lines' texts, and how many of them it took:
     (facts, used); None when they do not continue its cut message; MORE when they end with the
     message still cut and further lines may come (`final` is false and fewer than MAX_FOLLOWING given)."""
-    read = len(without_cut(parse(text, number)))
-    joined = text
+    alone = reading(parse(text, number))
+    joined, continuation = text, ""
     for used, line in enumerate(following[:MAX_FOLLOWING], 1):
         if starts_record(line):
             return None
         still_cut = None
         # A terminal wraps mid-word and keeps every space; a newline in an exception's text stood
-        # for a space.
+        # for a space: the space is tried only where nothing reads on without it.
         for separator in ("", " "):
             facts = parse(joined + separator + line, number)
-            if not is_cut(facts) and len(facts) > read:
+            # What the next lines say by themselves is theirs: the join must add to the cut message.
+            added = without(reading(facts), reading(parse(continuation + separator + line, number)))
+            if not is_cut(facts) and reads_more(added, alone):
                 return facts, used
-            if is_cut(facts) and still_cut is None:
-                still_cut = joined + separator + line
+            if is_cut(facts):
+                still_cut = (joined + separator + line, continuation + separator + line)
+                break
         if still_cut is None:
             return None
-        joined = still_cut
+        joined, continuation = still_cut
     return MORE if not final and len(following) < MAX_FOLLOWING else None
+
+
+def without(facts: list[tuple[str, dict]], others: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """`facts` less one of each of `others` it holds."""
+    left = list(facts)
+    for other in others:
+        if other in left:
+            left.remove(other)
+    return left
 
 
 def continued_facts(lines: Iterable[Line], parse: ParseLine) -> Iterator[Fact]:

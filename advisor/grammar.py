@@ -236,8 +236,36 @@ def messages(body: str, parse=_lark_parse):
             words["message"] = (rest.lstrip(":( ") if rest else "")[:500]
         yield str(kind), parts.get("values", {}), words, parts.get("args", {})
         if rest is None:
+            if body[-1:].isdigit():  # a wrap may have cut its last number: "... length is 1" of "15488"
+                yield CUT, {}, {}, {}
             return
         position = len(body) - len(rest)  # REST is the suffix of the body after this message
+    if ends_inside_words(body):
+        yield CUT, {}, {}, {}
+
+
+# A line that ends inside a message's words ends on at least this much of them, a whole word
+# at least ("max" of "max seq len ("): shorter tails end too many lines that continue nothing.
+MIN_WORDS_TAIL = 3
+
+
+@cache
+def word_starts() -> tuple[frozenset[str], int]:
+    """Every proper beginning, MIN_WORDS_TAIL characters or more, of the grammar's words (the anchors'
+    and the other string terminals'), and the longest of them."""
+    words = set(anchor_words()) | set(literal_terminals().values())
+    # A whole word ("Error" of "500 Internal Server Error") is no word cut short.
+    starts = frozenset(word[:end] for word in words for end in range(MIN_WORDS_TAIL, len(word))) - words
+    return starts, max(map(len, starts), default=0)
+
+
+def ends_inside_words(body: str) -> bool:
+    """Whether the text ends on the first part of the grammar's words: "... with the model's max seq"
+    cut by a terminal's wrap before " len (32768)", or ". Based on the av" before "ailable memory"."""
+    starts, longest = word_starts()
+    return any(body[-size:] in starts and (size == len(body) or not body[-size - 1].isalnum())
+               for size in range(MIN_WORDS_TAIL, min(len(body), longest) + 1))
+
 
 
 def _cut_by_the_end(error: LarkError, text: str) -> bool:

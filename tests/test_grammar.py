@@ -71,6 +71,7 @@ WORDINGS = [
     ("087-", 4, "supervisor_exit", {"exit_status": 1}),  # systemd, under journalctl
     ("034-", 7, "serving_call", {}),  # "engine_core.run_busy_loop()" in a cut traceback
     ("034-", 3, "exception_chain", {}),
+    ("018-", 3, "platform", {}),  # "Automatically detected platform cuda."
     ("081-", 5, "nccl_error", {}),
     ("083-", 4, "port_in_use", {}),
     ("085-", 1, "unsupported_architecture", {}),
@@ -149,3 +150,16 @@ def test_find_anchor_is_the_anchor_regex_search():
         for position in sorted({0, 1, len(text) // 3, len(text) // 2, max(len(text) - 40, 0)}):
             fast, plain = find_anchor(text, position), anchor_regex().search(text, position)
             assert (fast and (fast.span(), fast.lastgroup)) == (plain and (plain.span(), plain.lastgroup)), text[:120]
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 133, 160, 200])
+def test_a_message_hard_wrapped_by_a_terminal_is_read_whole(width):
+    # The real KV shortfall of 088 (543 characters behind its process prefix), wrapped at the width
+    # as a terminal does, mid-word: the anchor "max seq len (" and the estimate 15488 fall apart.
+    from advisor.continuation import continued_facts
+    from advisor.sources import Line
+    text = fixture_line("088-", 89)
+    rows = [Line(n + 1, text[i:i + width]) for n, i in enumerate(range(0, len(text), width))]
+    facts = [f for f in continued_facts(rows, parse_line) if f.kind == "kv_cache_error"]
+    assert [f.values for f in facts] == [{"max_seq_len": 32768, "kv_needed_gib": 0.01, "kv_available_gib": 0.0,
+                                         "estimated_max_model_len": 15488}]
