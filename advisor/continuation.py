@@ -20,6 +20,9 @@ from .sources import Line
 # longest error the grammar reads in parts (the KV shortfall with its estimate and its advice,
 # behind a process prefix).
 MAX_FOLLOWING = 8
+# Lines longer than this are no terminal's rows: they are not read on into, nor continue another
+# (and a hostile log of 64 KB lines full of anchors does not cost a parse of joined megabytes).
+MAX_ROW = 2048
 # join()'s answer when the lines given do not settle it and more may come.
 MORE = "more"
 # What begins a line of its own in a traceback, besides an envelope.
@@ -66,10 +69,12 @@ def join(text: str, number: int, following: Sequence[str], parse: ParseLine, fin
     """The facts of `text` read on into the next lines' texts, and how many of them it took:
     (facts, used); None when they do not continue its cut message; MORE when they end with the
     message still cut and further lines may come (`final` is false and fewer than MAX_FOLLOWING given)."""
+    if len(text) > MAX_ROW:
+        return None
     alone = reading(parse(text, number))
     joined, continuation = text, ""
     for used, line in enumerate(following[:MAX_FOLLOWING], 1):
-        if starts_record(line):
+        if len(line) > MAX_ROW or starts_record(line):
             return None
         still_cut = None
         # A terminal wraps mid-word and keeps every space; a newline in an exception's text stood

@@ -109,10 +109,6 @@ def anchor_terminals() -> tuple[tuple[str, str], ...]:
     return tuple((t.name, t.pattern.to_regexp()) for t in message_parser().terminals if t.name.startswith("A_"))
 
 
-def anchor_patterns() -> tuple[str, ...]:
-    return tuple(pattern for _, pattern in anchor_terminals())
-
-
 @cache
 def anchor_regex() -> re.Pattern:
     """All anchors in one pattern; the name of the group that matched is the anchor's terminal."""
@@ -136,23 +132,52 @@ LONG_TEXT = 1024
 
 
 @cache
-def anchor_searches() -> tuple[re.Pattern, ...]:
-    return tuple(re.compile(pattern) for pattern in anchor_patterns())
+def anchor_searches() -> tuple[tuple[re.Pattern, tuple[str, ...]], ...]:
+    """Each anchor's own pattern, with the words of which every match of it holds one."""
+    searches = []
+    for terminal in message_parser().terminals:
+        if terminal.name.startswith("A_"):
+            words = (terminal.pattern.value,) if terminal.pattern.type == "str" else REGEX_ANCHOR_LITERALS[terminal.name]
+            searches.append((re.compile(terminal.pattern.to_regexp()), words))
+    return tuple(searches)
 
 
 def find_anchor(text: str, position: int = 0) -> re.Match | None:
-    """anchor_regex().search(text, position), quicker on long text (a 60 KB line: 0.1 s before).
+    """anchor_regex().search(text, position), quicker on long text (a 60 KB line: 0.1 s before)."""
+    return AnchorSearch(text).find(position)
+
+
+class AnchorSearch:
+    """The anchors of one text, found from ever later places: anchor_regex().search, quicker.
 
     Where no anchor word is left there is no anchor. In long text each anchor is searched alone
     and the regex of all of them matched where the first one starts: the same match, as an
-    alternation matches at the first place where one of its branches does.
+    alternation matches at the first place where one of its branches does. Each anchor's next
+    start is kept, so a line's messages, found one after another, search its text once.
     """
-    if not any(text.find(word, position) >= 0 for word in anchor_words()):
-        return None
-    if len(text) - position <= LONG_TEXT:
-        return anchor_regex().search(text, position)
-    starts = [found.start() for search in anchor_searches() if (found := search.search(text, position))]
-    return anchor_regex().match(text, min(starts)) if starts else None
+
+    __slots__ = ("text", "starts")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts: list[int] | None = None  # each anchor's next start (len(text) for none), once long
+
+    def find(self, position: int = 0) -> re.Match | None:
+        text = self.text
+        if not any(text.find(word, position) >= 0 for word in anchor_words()):
+            return None
+        if len(text) - position <= LONG_TEXT:
+            return anchor_regex().search(text, position)
+        if self.starts is None:
+            self.starts = [-1] * len(anchor_searches())
+        starts = self.starts
+        for index, (search, words) in enumerate(anchor_searches()):
+            if starts[index] < position:
+                # Where none of its words is left, the anchor is not either: no regex walk needed.
+                found = search.search(text, position) if any(text.find(w, position) >= 0 for w in words) else None
+                starts[index] = found.start() if found else len(text)
+        first = min(starts)
+        return anchor_regex().match(text, first) if first < len(text) else None
 
 
 class Envelope:
@@ -215,8 +240,8 @@ def joined_fragments(body: str) -> str:
 
 def messages(body: str, parse=_lark_parse):
     """Yield (kind, values, text, args) for each message found in a line's body."""
-    position, attempts = 0, 0
-    while (match := find_anchor(body, position)) is not None and attempts < MAX_ANCHORS_PER_LINE:
+    position, attempts, anchors = 0, 0, AnchorSearch(body)
+    while (match := anchors.find(position)) is not None and attempts < MAX_ANCHORS_PER_LINE:
         start, attempts = match.start(), attempts + 1
         if match.lastgroup in STRUCTURAL_ANCHORS and body[:start].strip():
             position = start + 1
