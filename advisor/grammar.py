@@ -26,7 +26,7 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
     "A_PROFILE_ROW": ("total_gpu_memory", "gpu_memory_utilization", "available_kv_cache_memory",
                       "non_torch_memory", "PyTorch activation peak memory"),
     "A_CPU_KV_SET": ("Explicitly set", "Auto set"),
-    "A_CAPTURING": ("Capturing cudagraphs", "Capturing CUDA graph"),
+    "A_CAPTURING": ("Capturing cudagraphs", "Capturing CUDA graph", "Capturing the model for CUDA graphs"),
     "A_PREEMPTION_TOTAL": ("cumulative_preemption",),
     "A_ENGINE_ID": ("Avg prompt throughput",),
     "A_CUDA_OOM": (" out of memory.",),
