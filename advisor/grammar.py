@@ -40,8 +40,9 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
     "A_ADDRESS_IN_USE": ("ddress already in use", "EADDRINUSE"),
     "A_INSPECTING_FAILED": ("Error in inspecting model architecture", "failed to be inspected"),
     "A_ENGINE_START_FAILED": ("EngineCore failed to start", "Engine core initialization failed",
-                              "Engine process failed to start"),
-    "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already"),
+                              "Engine process failed to start", "EngineCoreProc failed to start"),
+    "A_ENGINE_FATAL": ("EngineCore encountered a fatal error", "EngineCore hit an exception"),
+    "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already", "Engine core proc "),
     "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG"),
     "A_DECODER_PROMPT": ("prompt (length",),
     # HTTP/1.1" 4xx or 5xx: the quote and space before the status are fixed, the version is not.
