@@ -52,10 +52,16 @@ def load_rules(path: Path = CURATION) -> list[dict]:
 
 
 def curate(entry: dict, rules: list[dict]) -> dict:
-    """The entry with the family and verdict of the first rule that fits it, or unchanged."""
+    """The entry with the family and verdict of the first rule that fits it, or unchanged.
+
+    A rule with `guard` and no verdict stops the search: the wordings it fits must be curated
+    one by one by the rules above it, never by the broad ones below.
+    """
     for rule in rules:
         if (rule["pattern"].search(entry["template"]) and re.fullmatch(rule.get("call", ".*"), entry["call"])
                 and re.search(rule.get("file", ""), entry["file"])):
+            if "guard" in rule:
+                return entry
             verdict = {"ignored": rule["ignored"]} if "ignored" in rule else \
                 {key: rule[key] for key in ("kind", "values", "samples") if key in rule}
             return {**entry, "family": rule["family"], **verdict}

@@ -12,7 +12,7 @@ SPEC = re.compile(r"[<>^=]?[+\- ]?#?0?\d*[,_]?(?:\.\d+)?[bcdeEfFgGnosxX%]?")
 # says it counts something; "_" separates words in these names.
 WORDY = re.compile(r"(?:^|[^a-z])(?:dtype|quant\w*|method|name|arch\w*|device|backend|mode|type|version|"
                    r"e|err|error|exc|reason|path|kind|config|args|cls|key|msg|scheme|str)(?:[^a-z]|$)", re.I)
-COUNTED = re.compile(r"len|num|size|tokens|blocks|count|heads|layers|gib|memory|bytes|util", re.I)
+COUNTED = re.compile(r"len|num|size|tokens|blocks|count|heads|layers|gib|memory|bytes|util|capability", re.I)
 GIB_AFTER = re.compile(r"\s*(?:GiB|GB)\b")
 LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "warn": "WARNING", "error": "ERROR",
           "exception": "ERROR", "critical": "CRITICAL"}
@@ -26,11 +26,12 @@ class Placeholder:
     end: int
     expr: str
     spec: str  # the format spec or %-conversion, "" when none
+    percent: bool = False
 
 
 def placeholders(template: str, style: str) -> list[Placeholder]:
     if style == "%":
-        return [Placeholder(m.start(), m.end(), "", m.group(0)) for m in PERCENT.finditer(template)
+        return [Placeholder(m.start(), m.end(), "", m.group(0), True) for m in PERCENT.finditer(template)
                 if m.group(1) != "%"]
     if style != "{}":
         return []
@@ -65,7 +66,7 @@ def sample(index: int, holder: Placeholder, after: str) -> str:
         value: float = 2048 * (index + 1) + 7 * index
     else:
         value = round(0.85 + 0.01 * index, 2) if "util" in holder.expr else round(1.25 + 3.5 * index, 2)
-    if not holder.expr:  # a %-conversion: %s and %r print str() and repr()
+    if holder.percent:  # %s and %r print str() and repr()
         return holder.spec % value
     return format(value, holder.spec)
 
