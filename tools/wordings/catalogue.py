@@ -19,8 +19,11 @@ TOPICS = re.compile("|".join([
     r"max_model_len", r"max[ _]seq[ _]len", r"model length", r"context length",
     r"tensor[ _]parallel", r"pipeline[ _]parallel", r"attention heads", r"quantiz", r"kv_cache_dtype",
     r"\bfp8", r"engine ?core", r"engine core", r"enginedead", r"engine process", r"swap[ _]space",
-    r"throughput", r"model loading took", r"concurrency", r"cuda ?graph", r"address already in use",
-    r"\bport\b"]), re.IGNORECASE)
+    r"throughput", r"model loading took", r"concurrency", r"cuda ?graph", r"graph capturing",
+    r"address already in use", r"\bport\b", r"\bGi?B\b",
+    # the lines that tell the launch flags, the version and readiness
+    r"with config", r"non-default args", r"^args: ", r"server version", r"init engine", r"max model len",
+    r"auto-fit"]), re.IGNORECASE)
 
 
 def topical(template: str) -> bool:

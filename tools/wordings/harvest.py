@@ -7,10 +7,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from messages_ast import messages
+from messages_ast import VERSION, messages
 from sources import fetched
 
-CACHE = Path(__file__).resolve().parent / ".cache"
+CACHE = Path(__file__).resolve().parent / ".cache" / f"v{VERSION}"
 # vLLM's wheels are large; two downloads at a time are what the shared machine allows.
 PARALLEL = 2
 
@@ -37,7 +37,7 @@ def cached(version: str, cache: Path = CACHE) -> list[dict] | None:
 
 def harvest(versions: list[str], cache: Path = CACHE) -> dict[str, str]:
     """Read every release not cached yet; returns {version: why it failed} for those that failed."""
-    cache.mkdir(exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     missing = [v for v in versions if cached(v, cache) is None]
 
     def one(version: str) -> tuple[str, str | None]:

@@ -5,6 +5,8 @@ import ast
 import re
 from collections.abc import Iterator
 
+# Bump when what is extracted changes: releases cached by an older version are read again.
+VERSION = 2
 LOG_METHODS = {"info", "warning", "warn", "error", "debug", "exception", "critical",
                "info_once", "warning_once", "debug_once", "error_once"}
 
@@ -19,9 +21,9 @@ def template(node: ast.AST, names: dict[str, ast.AST] | None = None) -> tuple[st
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value, ""
     if isinstance(node, ast.JoinedStr):
-        return "".join(_fstring_part(part) for part in node.values), "{}"
+        return "".join(_fstring_part(part, names) for part in node.values), "{}"
     if isinstance(node, ast.Name) and node.id in names:
-        return template(names[node.id])
+        return template(names.pop(node.id), names)  # popped: `msg = f"{msg} ..."` must not loop
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         left = template(node.left, names)
         return (left[0], "%") if left else None
@@ -38,12 +40,27 @@ def template(node: ast.AST, names: dict[str, ast.AST] | None = None) -> tuple[st
     return None
 
 
-def _fstring_part(part: ast.AST) -> str:
+def _fstring_part(part: ast.AST, names: dict[str, ast.AST]) -> str:
+    """A literal part, or {expr[!r][:spec]}; a bare name of a string built earlier is inlined
+    (`msg = f"User-specified ..."; raise ValueError(f"{msg} To allow ...")`)."""
     if isinstance(part, ast.Constant):
         return str(part.value)
+    if (isinstance(part.value, ast.Name) and part.value.id in names and part.conversion < 0
+            and not part.format_spec and (inlined := template(part.value, names))):
+        return inlined[0]
     conversion = f"!{chr(part.conversion)}" if part.conversion > 0 else ""
-    spec = f":{''.join(_fstring_part(p) for p in part.format_spec.values)}" if part.format_spec else ""
+    spec = f":{''.join(_fstring_part(p, {}) for p in part.format_spec.values)}" if part.format_spec else ""
     return f"{{{ast.unparse(part.value)}{conversion}{spec}}}"
+
+
+def _log_method(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The logger method a call runs: logger.info(...), or log_fn(...) after `log_fn = logger.info`."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and _is_logger(func.value):
+        return func.attr
+    return aliases.get(func.id) if isinstance(func, ast.Name) else None
 
 
 def _is_logger(node: ast.AST) -> bool:
@@ -60,15 +77,21 @@ def _raised_class(node: ast.AST) -> str | None:
     return name if re.search(r"(Error|Exception)$", name) else None
 
 
-def _string_assignments(scope: ast.AST) -> dict[str, ast.AST]:
-    """name -> value of `name = <str expression>` in a function (the last one wins, as it usually
-    is the one right before the raise that uses it)."""
-    found: dict[str, ast.AST] = {}
+def _assignments(scope: ast.AST) -> tuple[dict[str, ast.AST], dict[str, str]]:
+    """In a function: name -> value of `name = <str expression>` (the last one wins, as it usually
+    is the one right before the raise that uses it), and name -> method of `name = logger.<method>`
+    (the first wins: vLLM's stats logger sets `log_fn = logger.info`, then debug when idle)."""
+    strings: dict[str, ast.AST] = {}
+    aliases: dict[str, str] = {}
     for node in ast.walk(scope):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and template(node.value) is not None):
-            found[node.targets[0].id] = node.value
-    return found
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, node.value
+        if template(value) is not None:
+            strings[name] = value
+        elif (isinstance(value, ast.Attribute) and value.attr in LOG_METHODS and _is_logger(value.value)):
+            aliases.setdefault(name, value.attr)
+    return strings, aliases
 
 
 def messages(source: bytes) -> Iterator[tuple[str, str, str]]:
@@ -84,24 +107,24 @@ def messages(source: bytes) -> Iterator[tuple[str, str, str]]:
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     seen: set[int] = set()
     for scope in [*reversed(scopes), tree]:  # innermost first: its names are the right ones
-        names = _string_assignments(scope) if scope is not tree else {}
+        names, aliases = _assignments(scope) if scope is not tree else ({}, {})
         for node in ast.walk(scope):
             if id(node) in seen:
                 continue
-            found = _message(node, names)
+            found = _message(node, dict(names), aliases)
             if found:
                 seen.add(id(node))
                 yield found
 
 
-def _message(node: ast.AST, names: dict[str, ast.AST]) -> tuple[str, str, str] | None:
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in LOG_METHODS and _is_logger(node.func.value) and node.args):
+def _message(node: ast.AST, names: dict[str, ast.AST], aliases: dict[str, str]) -> tuple[str, str, str] | None:
+    method = _log_method(node, aliases)
+    if method and node.args:
         found = template(node.args[0], names)
         if found:
             # logging %-formats the message only when it is given arguments
             style = "%" if len(node.args) > 1 and found[1] == "" else found[1]
-            return found[0], style, f"logger.{node.func.attr}"
+            return found[0], style, f"logger.{method}"
     if isinstance(node, ast.Raise) and (cls := _raised_class(node.exc)) and node.exc.args:
         found = template(node.exc.args[0], names)
         if found:
