@@ -17,6 +17,7 @@ WORDINGS = [
     ("reference-formats", 29, "kv_cache_error", {"kv_needed_gib": 4.0, "kv_available_gib": 2.5}),  # 0.7 - 0.8.2 "GB"
     ("015-", 3, "no_cache_blocks", {}),
     ("019-", 7, "no_cache_blocks", {}),  # only the raise statement survives
+    ("reference-formats", 35, "no_cache_blocks", {}),  # "Cannot auto-fit max_model_len: not enough GPU memory"
     ("020-", 1, "free_memory_below_utilization", {"free_gpu_gib": 67.24, "requested_gib": 71.33}),
     ("022-", 1, "free_memory_below_utilization", {"total_gpu_gib": 22.05}),  # device named cuda:1
     ("reference-formats", 7, "cpu_memory_below_utilization", {"free_gpu_gib": 7.03, "gpu_memory_utilization": 0.99}),
@@ -74,6 +75,7 @@ WORDINGS = [
     ("024-", 2, "engine_start_failed", {}),
     ("088-", 180, "engine_start_failed", {}),
     ("reference-formats", 32, "engine_start_failed", {}),  # "EngineCoreProc failed to start."
+    ("reference-formats", 36, "engine_start_failed", {}),  # "Timed out waiting for engine core processes"
     ("089-", 192, "engine_fatal", {}),
     ("reference-formats", 33, "engine_fatal", {}),  # "EngineCore hit an exception"
     ("062-", 12, "ready", {"init_seconds": 44.51}),
