@@ -44,7 +44,7 @@ def plausible(value: Number) -> bool:
 
 
 # Bytes per unit; logs say GB where vLLM computed GiB, so GB counts as GiB.
-_UNIT_BYTES = {"GiB": 2**30, "GB": 2**30, "MiB": 2**20, "MB": 2**20, "KiB": 2**10, "KB": 2**10, "B": 1}
+_UNIT_BYTES = {"GiB": 2**30, "Gib": 2**30, "GB": 2**30, "MiB": 2**20, "MB": 2**20, "KiB": 2**10, "KB": 2**10, "B": 1}
 _SIZE = re.compile(r"(-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z]+)?")
 # Bound what ast.literal_eval sees: a crafted args line must not exhaust memory or recursion.
 MAX_ARGS_TEXT = 64 * 1024
@@ -63,7 +63,7 @@ def gib(text: str) -> float:
     """A size as printed ('739.81 MiB', '2.89GiB', '14.9888 GB') in GiB, 4 decimals for converted units."""
     match = _SIZE.fullmatch(text.strip())
     amount, unit = number(match[1]), (match[2] or "GiB")
-    if unit in ("GiB", "GB"):
+    if unit in ("GiB", "Gib", "GB"):
         return float(amount)
     return round(amount * _UNIT_BYTES[unit] / 2**30, 4)
 

@@ -14,8 +14,10 @@ WORDINGS = [
     ("007-", 1, "kv_cache_error", {"estimated_max_model_len": 199552, "kv_needed_gib": 44.25}),  # newest, no backticks
     ("009-", 1, "kv_cache_error", {"estimated_max_model_len": 251136, "kv_available_gib": 1.88}),  # with estimate
     ("088-", 89, "kv_cache_error", {"kv_available_gib": 0.0, "estimated_max_model_len": 15488}),  # CPU backend
+    ("reference-formats", 29, "kv_cache_error", {"kv_needed_gib": 4.0, "kv_available_gib": 2.5}),  # 0.7 - 0.8.2 "GB"
     ("015-", 3, "no_cache_blocks", {}),
     ("019-", 7, "no_cache_blocks", {}),  # only the raise statement survives
+    ("reference-formats", 35, "no_cache_blocks", {}),  # "Cannot auto-fit max_model_len: not enough GPU memory"
     ("020-", 1, "free_memory_below_utilization", {"free_gpu_gib": 67.24, "requested_gib": 71.33}),
     ("022-", 1, "free_memory_below_utilization", {"total_gpu_gib": 22.05}),  # device named cuda:1
     ("reference-formats", 7, "cpu_memory_below_utilization", {"free_gpu_gib": 7.03, "gpu_memory_utilization": 0.99}),
@@ -33,6 +35,7 @@ WORDINGS = [
     ("001-", 1, "weights", {"weights_gib": 14.9888}),  # "Loading model weights took ... GB"
     ("reference-formats", 2, "weights", {"weights_gib": 15.2}),  # "Model loading took ... GiB memory and"
     ("001-", 2, "memory_profile", {"total_gpu_gib": 23.58, "kv_available_gib": 2.89, "gpu_memory_utilization": 0.9}),
+    ("reference-formats", 27, "memory_profile", {"kv_available_gib": 4.72}),  # 0.6.4 printed "Gib" once
     ("054-", 9, "profile_row", {"kv_available_gib": 53.29}),  # Dec 2024 table format
     ("058-", 3, "instance_can_use", {"total_gpu_gib": 79.19, "gpu_memory_utilization": 0.9}),
     ("058-", 4, "weights_take", {"weights_gib": 12.55, "kv_available_gib": 56.18}),
@@ -41,6 +44,7 @@ WORDINGS = [
     ("091-", 54, "cpu_kv_reserved", {"kv_available_gib": 0.01, "total_gpu_gib": 8.34}),
     ("062-", 11, "graph_captured", {"cuda_graph_gib": 0.84}),
     ("067-", 1, "graph_capture_start", {}),
+    ("reference-formats", 28, "graph_capture_start", {}),  # V0 "Capturing the model for CUDA graphs"
     ("046-", 1, "graph_estimate", {"cuda_graph_estimate_gib": 0.26}),
     ("046-", 3, "utilization_hint", {"gpu_memory_utilization": 0.7}),
     ("038-", 2, "preemption", {}),
@@ -78,16 +82,22 @@ WORDINGS = [
     ("086-", 1, "architecture_inspection_failed", {}),
     ("024-", 2, "engine_start_failed", {}),
     ("088-", 180, "engine_start_failed", {}),
+    ("reference-formats", 32, "engine_start_failed", {}),  # "EngineCoreProc failed to start."
+    ("reference-formats", 36, "engine_start_failed", {}),  # "Timed out waiting for engine core processes"
     ("089-", 192, "engine_fatal", {}),
+    ("reference-formats", 33, "engine_fatal", {}),  # "EngineCore hit an exception"
     ("062-", 12, "ready", {"init_seconds": 44.51}),
     ("089-", 114, "ready", {}),  # uvicorn "Application startup complete."
     ("091-", 131, "shutdown", {}),
     ("074-", 1, "request_too_long", {"max_seq_len": 8192, "requested_tokens": 8203}),
     ("reference-formats", 22, "prompt_too_long", {"long_prompt_tokens": 9000, "max_seq_len": 8192}),
+    ("reference-formats", 30, "prompt_too_long_v1", {"long_prompt_tokens": 9000, "max_seq_len": 8192}),
+    ("reference-formats", 31, "prompt_too_long_v1", {"long_prompt_tokens": 1600, "max_seq_len": 1500}),  # encoder
     ("089-", 230, "http_error", {"http_status": 500}),
     ("042-", 1, "swap_space_exhausted", {}),
     ("reference-formats", 25, "swap_space_too_large", {}),
     ("reference-formats", 26, "engine_dead", {}),
+    ("reference-formats", 34, "engine_dead", {}),  # "Engine core proc ... died unexpectedly"
     ("reference-formats", 12, "graph_pool", {"cuda_graph_gib": 0.84, "cuda_graph_estimate_gib": 0.8}),
     ("reference-formats", 19, "server_version", {}),
     ("083-", 1, "traceback_start", {}),

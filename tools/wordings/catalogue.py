@@ -1,0 +1,89 @@
+"""The catalogue: the topical templates of all releases, their release range, family and curated verdict."""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from sources import version_key
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CATALOGUE = ROOT / "fixtures" / "wordings" / "catalogue.json"
+CURATION = HERE / "curation.toml"
+
+# The advisor's subjects: memory, the KV cache, lengths, parallelism, quantization, the engine's life.
+TOPICS = re.compile("|".join([
+    r"memory", r"\bkv[ _-]?cache", r"\bblocks?\b", r"preempt", r"\boom\b", r"gpu_memory_utilization",
+    r"max_model_len", r"max[ _]seq[ _]len", r"model length", r"context length",
+    r"tensor[ _]parallel", r"pipeline[ _]parallel", r"attention heads", r"quantiz", r"kv_cache_dtype",
+    r"\bfp8", r"engine ?core", r"engine core", r"enginedead", r"engine process", r"swap[ _]space",
+    r"throughput", r"model loading took", r"concurrency", r"cuda ?graph", r"graph capturing",
+    r"address already in use", r"\bport\b", r"\bGi?B\b",
+    # the lines that tell the launch flags, the version and readiness
+    r"with config", r"non-default args", r"^args: ", r"server version", r"init engine", r"max model len",
+    r"auto-fit"]), re.IGNORECASE)
+
+
+def topical(template: str) -> bool:
+    return bool(TOPICS.search(template))
+
+
+def merge(per_release: dict[str, list[dict]]) -> list[dict]:
+    """One entry per (template, call): the first and last release carrying it, and the file in the last."""
+    entries: dict[tuple[str, str], dict] = {}
+    for version in sorted(per_release, key=version_key):
+        for found in per_release[version]:
+            if not topical(found["template"]):
+                continue
+            key = (found["template"], found["call"])
+            entry = entries.setdefault(key, {"template": found["template"], "style": found["style"],
+                                             "call": found["call"], "first": version, "releases": 0})
+            if entry.get("last") != version:
+                entry["releases"] += 1
+            entry.update(file=found["file"], last=version)
+    return sorted(entries.values(), key=lambda e: (e["file"], e["template"], e["call"]))
+
+
+def load_rules(path: Path = CURATION) -> list[dict]:
+    """The curation rules, in order: the first whose `match` (and `call` and `file`, if given) fits decides."""
+    rules = tomllib.loads(path.read_text())["rule"]
+    for rule in rules:
+        rule["pattern"] = re.compile(rule["match"])
+    return rules
+
+
+def curate(entry: dict, rules: list[dict]) -> dict:
+    """The entry with the family and verdict of the first rule that fits it, or unchanged.
+
+    A rule with `guard` and no verdict stops the search: the wordings it fits must be curated
+    one by one by the rules above it, never by the broad ones below.
+    """
+    for rule in rules:
+        if (rule["pattern"].search(entry["template"]) and re.fullmatch(rule.get("call", ".*"), entry["call"])
+                and re.search(rule.get("file", ""), entry["file"])):
+            if "guard" in rule:
+                return entry
+            verdict = {"ignored": rule["ignored"]} if "ignored" in rule else \
+                {key: rule[key] for key in ("kind", "values", "samples") if key in rule}
+            return {**entry, "family": rule["family"], **verdict}
+    return entry
+
+
+def curated(entry: dict) -> bool:
+    return "family" in entry and ("kind" in entry or "ignored" in entry)
+
+
+def build(per_release: dict[str, list[dict]], rules: list[dict]) -> list[dict]:
+    return [curate(entry, rules) for entry in merge(per_release)]
+
+
+def read(path: Path = CATALOGUE) -> list[dict]:
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def write(entries: list[dict], path: Path = CATALOGUE) -> None:
+    # One entry a line: a new release's diff shows exactly which wordings came and went.
+    lines = ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries)
+    path.write_text(f"[\n{lines}\n]\n")
