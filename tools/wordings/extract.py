@@ -17,7 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import catalogue  # noqa: E402
 from harvest import CACHE, cached, harvest  # noqa: E402
 from sources import releases, version_key  # noqa: E402
-from table import coverage_table  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--last", default="0.33.0")
     args = parser.parse_args(argv)
     if args.table:
-        print(coverage_table(catalogue.read()))
+        print(catalogue.coverage_table(catalogue.read()))
         return 0
     if args.offline:
         versions = sorted((p.stem for p in CACHE.glob("*.json")), key=version_key)

@@ -1,0 +1,47 @@
+"""Every catalogued wording of every vLLM release is recognised as curated, or ignored with a reason."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from advisor.facts import number
+from advisor.grammar import parse_line
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools" / "wordings"))
+import catalogue  # noqa: E402
+import samples  # noqa: E402
+
+ENTRIES = catalogue.read()
+RECOGNISED = [entry for entry in ENTRIES if "kind" in entry]
+
+
+def test_the_catalogue_spans_every_release():
+    firsts = {entry["first"] for entry in ENTRIES}
+    lasts = {entry["last"] for entry in ENTRIES}
+    assert "0.1.0" in firsts and "0.33.0" in lasts
+
+
+def test_every_wording_has_the_verdict_of_the_curation():
+    """No silent new wording: each entry is curated, and as curation.toml says today."""
+    rules = catalogue.load_rules()
+    verdict_keys = ("family", "kind", "values", "samples", "ignored")
+    for entry in ENTRIES:
+        bare = {key: value for key, value in entry.items() if key not in verdict_keys}
+        assert catalogue.curated(entry), f"uncurated: {entry['template']}"
+        assert catalogue.curate(bare, rules) == entry, f"stale verdict: {entry['template']}"
+
+
+@pytest.mark.parametrize("entry", RECOGNISED, ids=[f"{e['kind']}-{e['first']}-{i}" for i, e in enumerate(RECOGNISED)])
+def test_wording_is_recognised(entry):
+    values = {name: number(text) for name, text in samples.expected(entry).items()}
+    for line in samples.lines(entry):
+        facts = [fact for fact in parse_line(line, 1) if fact.kind == entry["kind"]]
+        assert facts, f"no {entry['kind']} in: {line}"
+        assert facts[0].values.items() >= values.items(), line
+
+
+def test_readme_table_is_the_catalogue_s():
+    readme = (ROOT / "README.md").read_text()
+    assert catalogue.coverage_table(ENTRIES) in readme
