@@ -43,7 +43,7 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
     "A_INSPECTING_FAILED": ("Error in inspecting model architecture", "failed to be inspected"),
     "A_ENGINE_START_FAILED": ("EngineCore failed to start", "Engine core initialization failed",
                               "Engine process failed to start", "EngineCoreProc failed to start",
-                              "Timed out waiting for "),
+                              "Timed out waiting for ", "Frontend process failed during engine core"),
     "A_ENGINE_FATAL": ("EngineCore encountered a fatal error", "EngineCore hit an exception"),
     "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already", "Engine core proc "),
     "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG"),

@@ -132,6 +132,10 @@ class ToFacts(Transformer):
         return {"values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "gpu_memory_utilization",
                                   "requested_gib"), c), "text": {"device": "cpu"}}
 
+    def cpu_kv_memory_unavailable(self, c):
+        return {"values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "kv_requested_gib"), c),
+                "text": {"device": "cpu"}}
+
     def gpu_blocks(self, c):
         return {"values": _named(("gpu_blocks", "cpu_blocks"), c)}
 

@@ -91,6 +91,8 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         if step and step <= MAX_UTILIZATION:
             out["suggested_utilization"] = step
     free = v.get("free_gpu_gib")
+    if free and v.get("kv_requested_gib"):  # 90% of what was free, in whole MiB
+        out["kv_bytes_that_fit"] = math.floor(free * GIB * 0.9 / 2**20) * 2**20
     if free is not None and total:
         out["free_fraction"] = round(free / total, 3)
         out["max_safe_utilization"] = min(MAX_UTILIZATION, math.floor(free / total * 100) / 100)
