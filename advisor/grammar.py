@@ -35,6 +35,7 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
     "A_INITIALIZING": ("Initializing a",),
     "A_NAMESPACE": ("args: Namespace(",),
     "A_SERVER_VERSION": ("vLLM API server version", "vLLM version"),
+    "A_BANNER_VERSION": ("█  version ",),
     "A_FP8_TYPE_UNSUPPORTED": (" not supported in this architecture",),
     "A_KV_DTYPE_UNSUPPORTED": (" kv-cache is not supported",),
     "A_WEIGHT_KERNEL": ("def ",),

@@ -102,6 +102,10 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         divisors = [d for d in range(1, int(heads) + 1) if heads % d == 0]
         out["valid_tp_sizes"] = ", ".join(map(str, divisors))
         below = [d for d in divisors if d <= (tp or heads) and d & (d - 1) == 0]
+        if v.get("backend") == "cpu":  # one rank per NUMA node: no more ranks than the nodes the log shows
+            node = v.get("numa_node")
+            nodes = out["cpu_nodes_seen"] = int(node) + 1 if isinstance(node, (int, float)) and 0 <= node < heads else 1
+            below = [d for d in below if d <= nodes]
         out["suggested_tp"] = max(below) if below else 1
     out["doubled_tp"] = 2 * int(tp or 1)
 
@@ -135,6 +139,7 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     out["memory_place"] = ("NUMA node %d" % node if isinstance(node, (int, float)) and math.isfinite(node) else "the node") \
         if cpu else "the device"
     out["process_tool"] = "top, ps or numastat" if cpu else "nvidia-smi"
+    out["parallel_units"] = "NUMA nodes" if cpu else "GPUs"
     out["headroom_users"] = "the operating system and other processes" if cpu else "CUDA graphs, the driver and other processes"
     # The highest utilization worth suggesting here: the ceiling, and no more than what is free.
     out["utilization_cap"] = min(MAX_UTILIZATION, out.get("max_safe_utilization", MAX_UTILIZATION))

@@ -76,6 +76,7 @@ WORDINGS = [
     ("034-", 7, "serving_call", {}),  # "engine_core.run_busy_loop()" in a cut traceback
     ("034-", 3, "exception_chain", {}),
     ("018-", 3, "platform", {}),  # "Automatically detected platform cuda."
+    ("093-", 8, "server_version", {}),  # the start-up banner's "█  version 0.32.0"
     ("reference-formats", 37, "free_memory_below_utilization", {"free_gpu_gib": 20.1, "requested_gib": 72.9}),  # 0.32 on
     ("reference-formats", 38, "cpu_kv_memory_unavailable", {"free_gpu_gib": 1.2, "kv_requested_gib": 4.0}),
     ("reference-formats", 39, "engine_start_failed", {}),  # "Frontend process failed during engine core initialization"
