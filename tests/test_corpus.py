@@ -8,16 +8,29 @@ import pytest
 from conftest import CORPUS, analyze_fixture, corpus_cases
 
 CASES = corpus_cases()
+# Live captures (097 on) whose verdict the advisor got wrong at first sight, id -> why; and those
+# where it missed a labelled fact. Strict: a fix that makes one pass must take it off its list.
+# A wrong verdict has no golden report until it is fixed.
+KNOWN_WRONG: dict[str, str] = {}
+FACTS_NOT_FOUND: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def params(known: dict[str, str], mark=pytest.mark.xfail):
+    def marks(cid):
+        if cid not in known:
+            return ()
+        return mark(strict=True, reason=known[cid]) if mark is pytest.mark.xfail else mark(reason=known[cid])
+    return [pytest.param(c, id=c["id"], marks=marks(c["id"])) for c in CASES]
+
+
+@pytest.mark.parametrize("case", params(KNOWN_WRONG))
 def test_verdict_matches_label(case):
     report = analyze_fixture(case["file"].split("/")[-1].removesuffix(".log"))
     assert report.verdict.phase == case["phase"], report.verdict
     assert report.verdict.failure in case["accept"], report.verdict
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+@pytest.mark.parametrize("case", params(FACTS_NOT_FOUND))
 def test_labelled_facts_are_reported(case):
     report = analyze_fixture(case["file"].split("/")[-1].removesuffix(".log"))
     for name, value in case["facts"].items():
@@ -25,7 +38,7 @@ def test_labelled_facts_are_reported(case):
         assert any(math.isclose(v, value, rel_tol=1e-9) for v in seen), f"{name}={value}, seen {seen}"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+@pytest.mark.parametrize("case", params(KNOWN_WRONG, pytest.mark.skip))
 def test_golden_report(case, file_regression):
     report = analyze_fixture(case["file"].split("/")[-1].removesuffix(".log"))
     file_regression.check(report.to_json() + "\n", extension=".json", basename=f"report_{case['id']}")
