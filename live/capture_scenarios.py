@@ -163,16 +163,18 @@ CACHE_FULL_PCT = 75.0  # a stats line at least this full counts as "nearly full"
 
 
 KV_BYTES_PER_TOKEN = 1024  # the tiny model: 2 layers x 2 KV heads x head_dim 64 x K and V x bf16
-LEGACY_BLOCK = 16  # the CPU block size every release accepts
+LEGACY_BLOCK = 128  # 0.32.0's CPU default; 0.15 warns below multiples of 32
 
 
 def release_flags(python: str) -> dict:
-    """What the release's own argument parser offers, read from its source (no import)."""
+    """What the release's CPU backend honours, read from its source (no import)."""
     pkg = subprocess.run(
         [python, "-c", "import importlib.util, os; print(os.path.dirname(importlib.util.find_spec('vllm').origin))"],
         check=True, capture_output=True, text=True).stdout.strip()
-    source = (Path(pkg) / "engine/arg_utils.py").read_text()
-    return {"kv_cache_memory_bytes": "kv_cache_memory_bytes" in source}
+    # 0.11 to 0.15 parse --kv-cache-memory-bytes but size the CPU cache from
+    # VLLM_CPU_KVCACHE_SPACE alone: the platform code must read the flag too.
+    cpu = (Path(pkg) / "platforms/cpu.py").read_text()
+    return {"kv_cache_memory_bytes": "kv_cache_memory_bytes" in cpu}
 
 
 def adapt(scenario: Scenario, flags: dict) -> tuple[list[str], dict[str, str], str | None]:
@@ -181,16 +183,16 @@ def adapt(scenario: Scenario, flags: dict) -> tuple[list[str], dict[str, str], s
         return scenario.args, {}, None
     if scenario.legacy_args is not None:
         return scenario.legacy_args, dict(scenario.legacy_env or {}), (
-            f"no --kv-cache-memory-bytes: {' '.join(scenario.legacy_args)} with "
+            f"CPU backend ignores or lacks --kv-cache-memory-bytes: {' '.join(scenario.legacy_args)} with "
             + " ".join(f"{k}={v}" for k, v in (scenario.legacy_env or {}).items()))
     args = list(scenario.args)
     at = args.index("--kv-cache-memory-bytes")
-    # The same token capacity 0.32.0 gives those bytes (whole blocks of 128 tokens), as blocks of 16.
+    # The same token capacity 0.32.0 gives those bytes, in whole blocks of 128 tokens.
     tokens = int(args[at + 1]) // KV_BYTES_PER_TOKEN // 128 * 128
     args[at:at + 2] = ["--block-size", str(LEGACY_BLOCK),
                        "--num-gpu-blocks-override", str(tokens // LEGACY_BLOCK)]
     env = {"VLLM_CPU_KVCACHE_SPACE": "1"}  # the override then picks the blocks out of 1 GiB
-    return args, env, (f"no --kv-cache-memory-bytes: {' '.join(args[at:at + 4])} "
+    return args, env, (f"CPU backend ignores or lacks --kv-cache-memory-bytes: {' '.join(args[at:at + 4])} "
                        f"({tokens} tokens) with VLLM_CPU_KVCACHE_SPACE=1")
 
 
