@@ -14,6 +14,13 @@ LIVE = FIXTURES / "live"
 # One capture per side JSON; the name is its path under fixtures/live without the suffix.
 CAPTURES = sorted(str(p.relative_to(LIVE).with_suffix("")) for p in LIVE.glob("**/*.json"))
 RELEASES = sorted(p.name for p in LIVE.iterdir() if p.is_dir())
+# Captures the advisor misclassified at first sight (the same logs are corpus cases in
+# tests/test_corpus.py KNOWN_WRONG). Strict: a fix that classifies one right must drop it here.
+KNOWN_WRONG = {
+    "v0.15.1/kv-shortfall": "the VLLM_ALLOW_LONG_MAX_MODEL_LEN warning 'User-specified max_model_len (2097152) is "
+                            "greater than the derived max_model_len' is taken for the failure; the ValueError "
+                            "'... KV cache is needed, which is larger than the available KV cache memory' is it",
+}
 
 
 def analyze_capture(name: str):
@@ -22,7 +29,9 @@ def analyze_capture(name: str):
     return analyze(sources.lines(sources.read_chunks(str(path))), path.name, None)
 
 
-@pytest.mark.parametrize("name", CAPTURES)
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[n])) if n in KNOWN_WRONG else n
+    for n in CAPTURES])
 def test_live_scenario_is_classified_as_captured(name):
     label = json.loads((LIVE / f"{name}.json").read_text())["label"]
     verdict = analyze_capture(name).verdict
