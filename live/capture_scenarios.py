@@ -77,24 +77,29 @@ CACHE_FULL_TOKENS = 1300  # per request: 4 x 1,300 = 5,200 of the 5,760-token ca
 
 
 def fill_cache(server: live_server.Server, model: str) -> dict:
-    # Waves of 4 requests that together just fit: long prompts keep the cache high for the
-    # whole request, so the 10 s stats lines see it nearly full; --max-num-seqs 4 means no
-    # fifth request ever competes for blocks, so nothing is preempted.
-    rng = random.Random(2)
-    results, waves, longest = [], 0, 0
+    # 4 requests always in flight, each ~1,300 tokens (long distinct prompts, ignore_eos), that
+    # together just fit: the cache stays high the whole time, so the 10 s stats lines see it
+    # nearly full (waves of 4 left it draining between waves, and 0.20.2's lines missed the
+    # peak); --max-num-seqs 4 means no fifth request competes for blocks, so nothing is preempted.
     began = time.monotonic()
-    while time.monotonic() - began < 35 and waves < 40:  # bounded: ~3 stats lines
-        prompts = [random_text(rng, 200) for _ in range(CACHE_FULL_SEQS)]
-        counts = [prompt_tokens(server.port, model, p) for p in prompts]
-        longest = max(longest, *counts)
-        with ThreadPoolExecutor(CACHE_FULL_SEQS) as pool:
-            results += list(pool.map(
-                lambda pc: live_server.complete(server.port, model, pc[0], CACHE_FULL_TOKENS - pc[1],
-                                                ignore_eos=True), zip(prompts, counts)))
-        waves += 1
-    time.sleep(11)  # one more stats line after the last wave
-    return {"requests": [request_record(r) for r in results], "waves": waves,
-            "longest_prompt_tokens": longest, "tokens_per_wave": CACHE_FULL_SEQS * CACHE_FULL_TOKENS}
+
+    def worker(seed: int) -> tuple[list, int]:
+        rng, done, longest = random.Random(seed), [], 0
+        while time.monotonic() - began < 35 and len(done) < 40:  # bounded: ~3 stats lines
+            prompt = random_text(rng, 200)
+            count = prompt_tokens(server.port, model, prompt)
+            longest = max(longest, count)
+            done.append(live_server.complete(server.port, model, prompt, CACHE_FULL_TOKENS - count,
+                                             ignore_eos=True))
+        return done, longest
+
+    with ThreadPoolExecutor(CACHE_FULL_SEQS) as pool:
+        per_worker = list(pool.map(worker, range(2, 2 + CACHE_FULL_SEQS)))
+    time.sleep(11)  # one more stats line after the last request
+    return {"requests": [request_record(r) for done, _ in per_worker for r in done],
+            "load": f"{CACHE_FULL_SEQS} requests always in flight for 35 s",
+            "longest_prompt_tokens": max(longest for _, longest in per_worker),
+            "tokens_in_flight": CACHE_FULL_SEQS * CACHE_FULL_TOKENS}
 
 
 def reject_long_prompt(server: live_server.Server, model: str) -> dict:
