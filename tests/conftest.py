@@ -44,7 +44,9 @@ def corpus_cases() -> list[dict]:
 def fixture_path(name: str) -> Path:
     matches = sorted(FIXTURES.rglob(f"{name}*.log"))
     assert matches, f"no fixture named {name}"
-    return matches[0]
+    # A whole name wins over a prefix: "healthy" is healthy.log, not healthy-cache-full.log.
+    exact = [m for m in matches if m.stem == name]
+    return (exact or matches)[0]
 
 
 def analyze_fixture(name: str, user_command: str | None = None) -> Report:
