@@ -47,7 +47,7 @@ REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
                               "Timed out waiting for ", "Frontend process failed during engine core"),
     "A_ENGINE_FATAL": ("EngineCore encountered a fatal error", "EngineCore hit an exception"),
     "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already", "Engine core proc "),
-    "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG"),
+    "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG", "Shutdown initiated"),
     "A_DECODER_PROMPT": ("prompt (length",),
     # HTTP/1.1" 4xx or 5xx: the quote and space before the status are fixed, the version is not.
     "A_HTTP_STATUS": ('" 4', '" 5'),

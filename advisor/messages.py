@@ -282,6 +282,12 @@ class ToFacts(Transformer):
     def request_too_long(self, c):
         return {"values": _named(("max_seq_len", "requested_tokens", "prompt_tokens", "max_tokens"), c)}
 
+    def request_too_long_input(self, c):
+        return {"values": _named(("max_seq_len", "requested_tokens"), c)}
+
+    def request_too_long_total(self, c):
+        return {"values": _named(("max_seq_len", "max_tokens", "prompt_tokens", "requested_tokens"), c)}
+
     def prompt_too_long(self, c):
         return {"values": _named(("long_prompt_tokens", "max_seq_len"), c)}
 

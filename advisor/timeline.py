@@ -20,7 +20,8 @@ FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over (DESIGN.md, "Phase").
 READY_KINDS = {"ready", "stats"}
 # Signs that requests were being served, for excerpts that start after readiness.
-SERVING_KINDS = {"stats", "request_too_long", "prompt_too_long", "prompt_too_long_v1", "http_error",
+SERVING_KINDS = {"stats", "request_too_long", "request_too_long_input", "request_too_long_total",
+                 "prompt_too_long", "prompt_too_long_v1", "http_error",
                  "preemption", "preemption_count"}
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {"engine_config", "non_default_args", "namespace_args", "server_version", "weights",

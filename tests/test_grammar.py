@@ -93,7 +93,11 @@ WORDINGS = [
     ("062-", 12, "ready", {"init_seconds": 44.51}),
     ("089-", 114, "ready", {}),  # uvicorn "Application startup complete."
     ("091-", 131, "shutdown", {}),
+    ("118-", 75, "shutdown", {}),  # 0.20.2: "Shutdown initiated (timeout=0)"
     ("074-", 1, "request_too_long", {"max_seq_len": 8192, "requested_tokens": 8203}),
+    ("114-", 94, "request_too_long_input", {"max_seq_len": 1008, "requested_tokens": 1921}),  # 0.15.1
+    ("123-", 177, "request_too_long_total", {"max_seq_len": 1024, "max_tokens": 16, "prompt_tokens": 1009,
+                                            "requested_tokens": 1025}),  # 0.20.2
     ("reference-formats", 22, "prompt_too_long", {"long_prompt_tokens": 9000, "max_seq_len": 8192}),
     ("reference-formats", 30, "prompt_too_long_v1", {"long_prompt_tokens": 9000, "max_seq_len": 8192}),
     ("reference-formats", 31, "prompt_too_long_v1", {"long_prompt_tokens": 1600, "max_seq_len": 1500}),  # encoder

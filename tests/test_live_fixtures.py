@@ -16,11 +16,7 @@ CAPTURES = sorted(str(p.relative_to(LIVE).with_suffix("")) for p in LIVE.glob("*
 RELEASES = sorted(p.name for p in LIVE.iterdir() if p.is_dir())
 # Captures the advisor misclassified at first sight (the same logs are corpus cases in
 # tests/test_corpus.py KNOWN_WRONG). Strict: a fix that classifies one right must drop it here.
-KNOWN_WRONG = {
-    "v0.15.1/kv-shortfall": "the VLLM_ALLOW_LONG_MAX_MODEL_LEN warning 'User-specified max_model_len (2097152) is "
-                            "greater than the derived max_model_len' is taken for the failure; the ValueError "
-                            "'... KV cache is needed, which is larger than the available KV cache memory' is it",
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 
 def analyze_capture(name: str):
@@ -35,7 +31,8 @@ def analyze_capture(name: str):
 def test_live_scenario_is_classified_as_captured(name):
     label = json.loads((LIVE / f"{name}.json").read_text())["label"]
     verdict = analyze_capture(name).verdict
-    assert (verdict.phase, verdict.failure) == (label["phase"], label["failure"])
+    # As in the corpus, a label may accept more than one failure where the log alone cannot decide.
+    assert (verdict.phase, verdict.failure in label.get("accept", [label["failure"]])) == (label["phase"], True)
 
 
 @pytest.mark.parametrize("name", CAPTURES)
