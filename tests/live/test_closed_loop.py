@@ -47,11 +47,13 @@ def test_preemption_is_removed_by_the_runtime_advice(tiny_model, tmp_path):
     report, preemptions = run_failing(tiny_model, args, tmp_path, load=10, max_tokens=3000)
     assert preemptions and preemptions > 0, "the failing run must preempt (vllm:num_preemptions_total)"
     stats = [e.values for e in report.events if e.kind == "stats"]
-    # The log alone proves preemption only when the pressure shows over two stats lines (R103); one
-    # snapshot of it is information (H103), with the same advice. The counter above is the proof.
+    # What the 10-second stats lines catch of the pressure varies from run to run: requests falling back
+    # to waiting over two lines (R103), the cache pinned full on two lines in a row (R104), or one
+    # snapshot, which is information (H103). All three give preemption's advice; the counter is the proof.
     codes = [f.rule for f in report.findings]
-    assert "R103" in codes or "H103" in codes, (codes, stats)
-    assert (report.verdict.phase, report.verdict.failure) in (("runtime", "preemption"), ("healthy", "none"))
+    assert {"R103", "R104", "H103"} & set(codes), (codes, stats)
+    assert (report.verdict.phase, report.verdict.failure) in (
+        ("runtime", "preemption"), ("runtime", "kv_cache_saturated"), ("healthy", "none"))
 
     corrected = shlex.split(report.command.corrected)
     result = live.launch(corrected, VLLM_PYTHON, tmp_path, timeout=300, load=10, max_tokens=3000)
