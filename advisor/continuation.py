@@ -10,6 +10,7 @@ the one source of facts.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from .facts import Fact
@@ -46,8 +47,7 @@ def reading(facts: Sequence[Fact]) -> list[tuple[str, dict]]:
 def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) -> bool:
     """Whether the joined text says more than the line alone: a message more, a value more, or a
     value the line's end had cut ("1" of "15488"); and nothing less."""
-    kinds = [kind for kind, _ in joined]
-    if any(kinds.count(kind) < [k for k, _ in alone].count(kind) for kind, _ in alone):
+    if not Counter(kind for kind, _ in joined) >= Counter(kind for kind, _ in alone):
         return False
     return len(joined) > len(alone) or any(values != dict(alone_values) for (_, values), (_, alone_values)
                                            in zip(joined, alone))
@@ -65,13 +65,15 @@ def starts_record(text: str) -> bool:
     return found is not None and found.lastgroup == "A_EXCEPTION"
 
 
-def join(text: str, number: int, following: Sequence[str], parse: ParseLine, final: bool):
-    """The facts of `text` read on into the next lines' texts, and how many of them it took:
-    (facts, used); None when they do not continue its cut message; MORE when they end with the
-    message still cut and further lines may come (`final` is false and fewer than MAX_FOLLOWING given)."""
+def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequence[str], parse: ParseLine,
+         final: bool):
+    """The facts of `text` (whose own are `facts_alone`) read on into the next lines' texts, and how
+    many of them it took: (facts, used); None when they do not continue its cut message; MORE when
+    they end with the message still cut and further lines may come (`final` is false and fewer than
+    MAX_FOLLOWING given)."""
     if len(text) > MAX_ROW:
         return None
-    alone = reading(parse(text, number))
+    alone = reading(facts_alone)
     joined, continuation = text, ""
     for used, line in enumerate(following[:MAX_FOLLOWING], 1):
         if len(line) > MAX_ROW or starts_record(line):
@@ -126,7 +128,7 @@ def continued_facts(lines: Iterable[Line], parse: ParseLine) -> Iterator[Fact]:
         while len(ahead) < MAX_FOLLOWING and (nxt := next(physical, None)) is not None:
             ahead.append(nxt)
         following = [group[1][0] for group in _single_segment_prefix(ahead)]
-        joined = join(texts[-1], number, following, parse, final=True)
+        joined = join(texts[-1], last, number, following, parse, final=True)
         if joined is None:
             yield from facts + without_cut(last)
             continue

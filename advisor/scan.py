@@ -202,7 +202,7 @@ class CandidateReader:
         earlier = [fact for text in segments[:-1] for fact in without_cut(parse(text, number))]
         last = parse(segments[-1], number)
         following, ends, settled = _following(buffer, stop, final)
-        joined = join(segments[-1], number, following, parse, settled) if is_cut(last) else None
+        joined = join(segments[-1], last, number, following, parse, settled) if is_cut(last) else None
         if joined == MORE:
             return None
         if joined is None:
