@@ -121,12 +121,14 @@ def anchor_regex() -> re.Pattern:
 @cache
 def anchor_words() -> tuple[str, ...]:
     """Words of which every anchor match holds one: string anchors, and REGEX_ANCHOR_LITERALS."""
-    words: list[str] = []
-    for terminal in message_parser().terminals:
-        if terminal.name.startswith("A_"):
-            is_string = terminal.pattern.type == "str"
-            words.extend([terminal.pattern.value] if is_string else REGEX_ANCHOR_LITERALS[terminal.name])
+    words = [word for terminal in message_parser().terminals if terminal.name.startswith("A_")
+             for word in _words_of(terminal)]
     return tuple(dict.fromkeys(words))
+
+
+def _words_of(anchor) -> tuple[str, ...]:
+    """The words of which every match of an anchor terminal holds one."""
+    return (anchor.pattern.value,) if anchor.pattern.type == "str" else REGEX_ANCHOR_LITERALS[anchor.name]
 
 
 # Text from which find_anchor searches anchor by anchor: the one regex of all anchors tries each
@@ -137,12 +139,8 @@ LONG_TEXT = 1024
 @cache
 def anchor_searches() -> tuple[tuple[re.Pattern, tuple[str, ...]], ...]:
     """Each anchor's own pattern, with the words of which every match of it holds one."""
-    searches = []
-    for terminal in message_parser().terminals:
-        if terminal.name.startswith("A_"):
-            words = (terminal.pattern.value,) if terminal.pattern.type == "str" else REGEX_ANCHOR_LITERALS[terminal.name]
-            searches.append((re.compile(terminal.pattern.to_regexp()), words))
-    return tuple(searches)
+    return tuple((re.compile(terminal.pattern.to_regexp()), _words_of(terminal))
+                 for terminal in message_parser().terminals if terminal.name.startswith("A_"))
 
 
 def find_anchor(text: str, position: int = 0) -> re.Match | None:
