@@ -84,6 +84,8 @@ class Run:
     values: dict[str, Number] = field(default_factory=dict)  # the last value of each name
     peak_running_reqs: Number | None = None  # the most requests an event shows running at once
     vllm_version: str | None = None  # the last version the run states
+    backend: str | None = None  # the device vLLM runs on, as the lines name it first (cpu, cuda, xpu, ...)
+    progress_line: int | None = None  # the last line showing startup or serving: what fails after it ends the run
 
     def kinds(self) -> set[str]:
         return {f.kind for f in self.facts}
@@ -96,15 +98,6 @@ class Run:
     def shutdown_line(self) -> int | None:
         return next((f.line for f in self.facts if f.kind == "shutdown"), None)
 
-    @property
-    def backend(self) -> str | None:
-        """The device vLLM runs on, as the run's lines name it (cpu, cuda, xpu, ...); None when none does."""
-        return next((device for f in self.facts if (device := f.text.get("device"))), None)
-
-    @property
-    def progress_line(self) -> int | None:
-        """The last line that shows vLLM starting up or serving: what fails after it ends the run."""
-        return next((f.line for f in reversed(self.facts) if f.kind in PROGRESS_KINDS), None)
 
     def launch_args(self) -> dict:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
@@ -143,7 +136,7 @@ def starts_new_run(kinds: set[str], fact: Fact) -> bool:
 
 def place(run: Run) -> list[Event]:
     """Give each fact of a run its phase and stage, joining tracebacks with their final exception;
-    note the run's last values and peak of running requests on the way."""
+    note the run's last values, peak of running requests, backend and last progress on the way."""
     facts = run.facts
     runtime_from = run.ready_line  # facts from this line on happen at runtime
     if runtime_from is None:  # never ready: all runtime if the excerpt began after readiness, else all startup
@@ -152,10 +145,14 @@ def place(run: Run) -> list[Event]:
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
     events, previous_stats, capturing, sized = [], {}, False, False
     last_values: dict[str, Number] = {}
-    peak = None
+    peak = backend = progress = None
     for fact in facts:
         kind, line, values = fact.kind, fact.line, fact.values  # read once: a packed fact builds its values on each read
         last_values.update(values)
+        if backend is None:
+            backend = fact.text.get("device")
+        if kind in PROGRESS_KINDS:
+            progress = line
         if kind in TRACEBACK_KINDS:
             continue
         if kind in STAGE_STEP_KINDS:  # the other kinds leave both as they are
@@ -174,7 +171,7 @@ def place(run: Run) -> list[Event]:
         running = values.get("running_reqs")
         if running is not None and (peak is None or running > peak):  # the first of equal peaks, as max() keeps
             peak = running
-    run.values, run.peak_running_reqs = last_values, peak
+    run.values, run.peak_running_reqs, run.backend, run.progress_line = last_values, peak, backend, progress
     run.vllm_version = next((f.text["vllm_version"] for f in reversed(facts) if f.text.get("vllm_version")), None)
     for process, frames in open_frames.items():  # an excerpt cut inside a traceback
         if frames:
