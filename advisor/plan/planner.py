@@ -1,0 +1,302 @@
+"""One plan: vLLM's defaults for the device, the budget, the figures, a command that fits, what-ifs."""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import arithmetic, budget
+from .arithmetic import Settings
+from .figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, Figure, Input, PlanError
+from .model import ModelShape
+
+GIB = budget.GIB
+# vLLM's own defaults by device (engine/arg_utils.py get_batch_defaults, platforms/cpu.py).
+CPU_BLOCK, CUDA_BLOCK, CPU_MLA_BLOCK, CUDA_MLA_BLOCK = 128, 16, 16, 64
+KERNEL_ALIGNMENT = {"cpu": 32, "cuda": 16}  # the attention backends' smallest kernel block (MultipleOf)
+DEFAULT_UTILIZATION = 0.92  # from vLLM 0.21 on
+MAX_SUGGESTED_UTILIZATION = 0.95
+
+
+@dataclass
+class Request:
+    """What the user asked for; None means vLLM's default."""
+
+    model_dir: str
+    gpu_memory: str | None = None
+    gpu: str | None = None
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    utilization: float | None = None
+    kv_cache_dtype: str = "auto"
+    kv_cache_memory_bytes: int | None = None
+    block_size: int | None = None
+    max_num_batched_tokens: int | None = None
+    device: str = "cuda"
+
+
+@dataclass
+class Plan:
+    request: Request
+    shape: ModelShape
+    settings: Settings
+    inputs: list[Input]
+    figures: list[Figure]
+    max_model_len: int
+    fits: bool
+    command: list[str]
+    what_if: list[dict] = field(default_factory=list)
+
+    def figure(self, name: str) -> Figure:
+        return next(f for f in self.figures if f.name == name)
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+
+def check(request: Request) -> None:
+    for name, value in (("--tensor-parallel-size", request.tensor_parallel),
+                        ("--pipeline-parallel-size", request.pipeline_parallel),
+                        ("--max-model-len", request.max_model_len), ("--max-num-seqs", request.max_num_seqs),
+                        ("--block-size", request.block_size),
+                        ("--max-num-batched-tokens", request.max_num_batched_tokens),
+                        ("--kv-cache-memory-bytes", request.kv_cache_memory_bytes)):
+        if value is not None and value <= 0:
+            raise PlanError(f"{name} {value}: must be a positive whole number")
+    if request.utilization is not None and not 0 < request.utilization <= 1:
+        raise PlanError(f"--gpu-memory-utilization {request.utilization}: must be in (0, 1]")
+    if request.kv_cache_dtype != "auto" and request.kv_cache_dtype not in arithmetic.DTYPE_BYTES:
+        raise PlanError(f"--kv-cache-dtype {request.kv_cache_dtype!r}: plan knows auto, "
+                        f"{', '.join(arithmetic.DTYPE_BYTES)}")
+    if request.device not in KERNEL_ALIGNMENT:
+        raise PlanError(f"--device {request.device!r}: plan knows cuda and cpu")
+    if request.kv_cache_memory_bytes is None and request.gpu_memory is None and request.gpu is None:
+        raise PlanError("give the GPU's memory (--gpu-memory 80GiB or --gpu NAME) or a fixed "
+                        "--kv-cache-memory-bytes")
+
+
+def settings_for(request: Request, shape: ModelShape, total_memory: int | None, length: int,
+                 inputs: list[Input]) -> Settings:
+    """vLLM's choices for this device and model, each noted as given, read or assumed."""
+    world = request.tensor_parallel * request.pipeline_parallel
+    cpu = request.device == "cpu"
+    kv_bytes = 2 if request.kv_cache_dtype == "auto" else arithmetic.DTYPE_BYTES[request.kv_cache_dtype]
+    inputs.append(Input("KV dtype bytes", kv_bytes, GIVEN if request.kv_cache_dtype != "auto" else READ,
+                        f"--kv-cache-dtype {request.kv_cache_dtype}"
+                        + (f" (the model dtype, {shape.model_dtype})" if request.kv_cache_dtype == "auto" else "")))
+    seqs = request.max_num_seqs or _default_seqs(cpu, world, total_memory)
+    batched = request.max_num_batched_tokens or min(seqs * length, _default_batched(cpu, world, total_memory))
+    # CPU turns async scheduling off: one batch in flight; CUDA's async scheduling keeps two (PP: one per stage).
+    batches = 1 if cpu else (2 if request.pipeline_parallel == 1 else request.pipeline_parallel)
+    if "sliding" in shape.layer_kinds:
+        inputs.append(Input("tokens in flight", batches * batched, GIVEN if request.max_num_batched_tokens
+                            else ASSUMED, f"{batches} batch(es) x {batched} batched tokens (vLLM's default for "
+                            f"{request.device}; --max-num-batched-tokens sets it)"))
+    block, basis = _block_size(request, shape)
+    state_bytes = 4 if shape.model_type == "nemotron_h" else 2  # NemotronH's vLLM default is float32 states
+    settings = Settings(request.tensor_parallel, request.pipeline_parallel, block, kv_bytes, state_bytes,
+                        batches * batched, mamba_pages=2)
+    if shape.is_hybrid:
+        raised = arithmetic.hybrid_block_size(shape, settings, KERNEL_ALIGNMENT[request.device])
+        if raised != block:
+            block, basis = raised, f"raised from {block} so one attention page holds a mamba state (vLLM does)"
+        settings = replace(settings, block_size=block)
+        inputs.append(Input("mamba pages per request", 2, ASSUMED,
+                            "prefix caching on (vLLM's default): mamba_cache_mode 'align' keeps 2 state pages"))
+    inputs.append(Input("block size", block, GIVEN if request.block_size and not shape.is_hybrid else ASSUMED,
+                        basis))
+    return settings
+
+
+def _default_seqs(cpu: bool, world: int, total: int | None) -> int:
+    if cpu:
+        return 128 * world
+    return 1024 if total and total >= 70 * GIB else 256
+
+
+def _default_batched(cpu: bool, world: int, total: int | None) -> int:
+    if cpu:
+        return 2048 * world
+    if total and total >= 160 * GIB:
+        return 16384
+    return 8192 if total and total >= 70 * GIB else 2048
+
+
+def _block_size(request: Request, shape: ModelShape) -> tuple[int, str]:
+    if shape.is_mla and request.device == "cpu":
+        return CPU_MLA_BLOCK, "vLLM's CPU MLA kernel needs 16 (without AMX), whatever --block-size says"
+    if request.block_size:
+        return request.block_size, f"--block-size {request.block_size}"
+    if shape.is_mla:
+        return CUDA_MLA_BLOCK, "FlashMLA's block (Hopper); other MLA backends choose their own"
+    if request.device == "cpu":
+        return CPU_BLOCK, "vLLM's CPU default"
+    return CUDA_BLOCK, "vLLM's CUDA default"
+
+
+def weights_figure(shape: ModelShape, request: Request) -> Figure:
+    world = request.tensor_parallel * request.pipeline_parallel
+    split = Input("GPUs sharing the weights", world, GIVEN, "--tensor-parallel-size x --pipeline-parallel-size")
+    if shape.weights is not None:
+        total = Input("weights", shape.weights.bytes, READ, shape.weights.basis)
+        return Figure("weights per GPU", shape.weights.bytes // world, "bytes", "weights / (TP x PP)",
+                      (total, split), READ)
+    total = Input("weights", _estimated_weights(shape), ESTIMATED,
+                  "no safetensors: parameters counted from config.json at 2 bytes each")
+    return Figure("weights per GPU", total.value // world, "bytes", "weights / (TP x PP)", (total, split), ESTIMATED)
+
+
+def _estimated_weights(shape: ModelShape) -> int:
+    raw = shape.raw_config
+    hidden = raw.get("hidden_size") or raw.get("n_embd") or raw.get("d_model") or 0
+    vocab = raw.get("vocab_size") or 0
+    experts = raw.get("n_routed_experts") or raw.get("num_local_experts") or raw.get("num_experts") or 0
+    inner = raw.get("moe_intermediate_size") if experts and raw.get("moe_intermediate_size") else \
+        raw.get("intermediate_size") or 4 * hidden
+    mlp = 3 * hidden * inner * max(1, experts)
+    heads = shape.num_attention_heads
+    attention = 2 * hidden * heads * shape.head_size + 2 * hidden * shape.num_kv_heads * shape.head_size
+    embeddings = vocab * hidden * (1 if raw.get("tie_word_embeddings") else 2)
+    return 2 * (embeddings + len(shape.layer_kinds) * (attention + mlp))
+
+
+def plan(request: Request, shape: ModelShape, with_what_if: bool = True) -> Plan:
+    check(request)
+    inputs = list(shape.inputs)
+    length = request.max_model_len or shape.max_model_len
+    inputs.append(Input("max model length", length, GIVEN if request.max_model_len else READ,
+                        "--max-model-len" if request.max_model_len else "the model's own (vLLM's default)"))
+    total = budget.gpu_total(request.gpu_memory, request.gpu)
+    settings = settings_for(request, shape, total.value if total else None, length, inputs)
+    weights = weights_figure(shape, request)
+    kv_budget = _budget(request, shape, settings, total, weights, length)
+    figures, fits = _figures(shape, settings, kv_budget.kv_bytes, length)
+    figures = [figures[0], kv_budget.figure, *figures[1:], weights]
+    result = Plan(request, shape, settings, inputs, figures, length, fits, [])
+    result.command = serve_command(result)
+    if with_what_if:
+        result.what_if = what_if(result)
+    return result
+
+
+def _budget(request: Request, shape: ModelShape, settings: Settings, total: Input | None, weights: Figure,
+            length: int) -> budget.Budget:
+    if request.kv_cache_memory_bytes is not None:
+        return budget.exact(Input("KV cache budget", request.kv_cache_memory_bytes, GIVEN, "--kv-cache-memory-bytes"))
+    utilization = Input("utilization", request.utilization or DEFAULT_UTILIZATION,
+                        GIVEN if request.utilization else ASSUMED,
+                        "--gpu-memory-utilization" if request.utilization else "vLLM's default from 0.21")
+    cpu = request.device == "cpu"
+    world = request.tensor_parallel * request.pipeline_parallel
+    seqs = request.max_num_seqs or _default_seqs(cpu, world, total.value)
+    batched = request.max_num_batched_tokens or min(seqs * length, _default_batched(cpu, world, total.value))
+    return budget.from_memory(total, utilization, weights, shape, batched, seqs)
+
+
+def _figures(shape: ModelShape, settings: Settings, kv_bytes: int, length: int) -> tuple[list[Figure], bool]:
+    layout = arithmetic.layout(shape, settings)
+    tp = Input("TP", settings.tensor_parallel, GIVEN, "--tensor-parallel-size")
+    block = Input("block size", settings.block_size, COMPUTED, "vLLM's choice, or --block-size (see inputs)")
+    per_token = Figure("KV bytes per token per GPU", layout.per_token_bytes, "bytes", _per_token_formula(shape),
+                       (tp,))
+    per_block = Figure("bytes per block", layout.bytes_per_block, "bytes",
+                       "layers in the widest KV cache group x page (block size x bytes per token per layer)",
+                       (block,))
+    capacity = arithmetic.capacity(layout, settings, kv_bytes, length)
+    blocks = Figure("KV cache blocks", capacity.num_blocks, "blocks", "budget // bytes per block (null block counted)",
+                    (Input("budget", kv_bytes, COMPUTED, "KV cache budget per GPU"),))
+    per_request = Figure("blocks per request", capacity.blocks_per_request, "blocks", _per_request_formula(shape),
+                         (Input("length", length, GIVEN, "max model length"),))
+    tokens = Figure("KV cache tokens", capacity.tokens, "tokens",
+                    "int(blocks / blocks per request x max model length) (vLLM's 'KV cache size')")
+    concurrency = Figure("maximum concurrency", capacity.concurrency, "requests",
+                         "blocks / blocks per request (vLLM prints it %.2f)")
+    upper = max(length, shape.max_model_len)
+    longest = Figure("longest max-model-len for one sequence",
+                     arithmetic.longest_length(layout, settings, kv_bytes, upper), "tokens",
+                     f"vLLM's binary search over 1..{upper}: bytes per block x blocks per request <= budget - one "
+                     "(null) block")
+    fits = arithmetic.fits(layout, settings, kv_bytes, length)
+    return [per_token, per_block, blocks, per_request, tokens, concurrency, longest], fits
+
+
+def _per_token_formula(shape: ModelShape) -> str:
+    if shape.is_mla:
+        return "MLA layers x (kv_lora_rank + qk_rope_head_dim) x dtype bytes (full copy on every TP rank)"
+    formula = "attention layers x 2 x max(1, KV heads / TP) x head size x dtype bytes"
+    if "sliding" in shape.layer_kinds:
+        formula += " (sliding layers hold only their window)"
+    if shape.is_hybrid:
+        formula += "; mamba layers hold a fixed state instead"
+    return formula
+
+
+def _per_request_formula(shape: ModelShape) -> str:
+    parts = ["per full-attention group cdiv(length, block)"]
+    if "sliding" in shape.layer_kinds:
+        parts.append("per sliding group cdiv(min(window - 1 + tokens in flight, length), block) + 1")
+    if shape.is_hybrid:
+        parts.append("per mamba group its state pages")
+    return ", ".join(parts)
+
+
+def round_length(longest: int) -> int:
+    """A length to launch with: a multiple of 1024 when there is room for one."""
+    return longest // 1024 * 1024 if longest >= 1024 else longest
+
+
+def serve_command(result: Plan) -> list[str]:
+    """`vllm serve` with the length first (the longest that fits, if the asked one does not), then sequences."""
+    request = result.request
+    longest = result.figure("longest max-model-len for one sequence").value
+    length = result.max_model_len if result.fits else round_length(longest)
+    argv = ["vllm", "serve", str(Path(request.model_dir))]
+    if length == 0:
+        return argv  # nothing fits: no command would start
+    for flag, value in (("--tensor-parallel-size", request.tensor_parallel if request.tensor_parallel > 1 else None),
+                        ("--pipeline-parallel-size",
+                         request.pipeline_parallel if request.pipeline_parallel > 1 else None),
+                        ("--gpu-memory-utilization", request.utilization),
+                        ("--kv-cache-memory-bytes", request.kv_cache_memory_bytes),
+                        ("--kv-cache-dtype", None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype),
+                        ("--block-size", request.block_size),
+                        ("--max-num-batched-tokens", request.max_num_batched_tokens)):
+        if value is not None:
+            argv += [flag, str(value)]
+    argv += ["--max-model-len", str(length)]
+    settings = result.settings
+    layout = arithmetic.layout(result.shape, settings)
+    kv_bytes = result.figure("KV cache budget per GPU").value
+    concurrent = int(arithmetic.capacity(layout, settings, kv_bytes, length).concurrency)
+    if request.max_num_seqs is not None or concurrent < 256:
+        argv += ["--max-num-seqs", str(max(1, min(concurrent, request.max_num_seqs or concurrent)))]
+    return argv
+
+
+def what_if(result: Plan) -> list[dict]:
+    """The same plan with one knob moved: fp8 KV, twice the TP, utilization +0.02."""
+    request = result.request
+    variants = []
+    if request.kv_cache_dtype == "auto" or arithmetic.DTYPE_BYTES.get(request.kv_cache_dtype, 1) > 1:
+        variants.append(("--kv-cache-dtype fp8", replace(request, kv_cache_dtype="fp8")))
+    variants.append((f"--tensor-parallel-size {request.tensor_parallel * 2}",
+                     replace(request, tensor_parallel=request.tensor_parallel * 2)))
+    if request.kv_cache_memory_bytes is None:
+        raised = round((request.utilization or DEFAULT_UTILIZATION) + 0.02, 2)
+        if raised <= MAX_SUGGESTED_UTILIZATION:
+            variants.append((f"--gpu-memory-utilization {raised}", replace(request, utilization=raised)))
+    rows = []
+    for change, variant in variants:
+        try:
+            other = plan(variant, result.shape, with_what_if=False)
+        except PlanError as error:
+            rows.append({"change": change, "error": str(error)})
+            continue
+        rows.append({"change": change, "kv_cache_tokens": other.figure("KV cache tokens").value,
+                     "longest_max_model_len": other.figure("longest max-model-len for one sequence").value,
+                     "concurrency": other.figure("maximum concurrency").value,
+                     "max_model_len": other.max_model_len})
+    return rows

@@ -1,0 +1,63 @@
+"""Build tiny random-weight models of several architectures offline, for checking `plan` against vLLM."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from build_tiny_model import build_tokenizer
+
+# Small but shaped like the real families: head_dim 64 (vLLM 0.32's CPU attention rejects 16),
+# and the keys each family's config.json really uses (sliding_window, layer_types, kv_lora_rank...).
+ARCHITECTURES: dict[str, dict] = {
+    "llama-mha": dict(model_type="llama", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
+                      num_key_value_heads=4, head_dim=64),
+    "llama-gqa": dict(model_type="llama", num_hidden_layers=3, hidden_size=256, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=64),
+    "llama-mqa": dict(model_type="llama", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
+                      num_key_value_heads=1, head_dim=64),
+    # Every layer slides: vLLM gives each a sliding-window cache capped at the window.
+    "mistral-sliding": dict(model_type="mistral", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=64, sliding_window=512),
+    # Interleaved: Gemma 2 alternates sliding and full layers (layer_types in its config).
+    "gemma2-interleaved": dict(model_type="gemma2", num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
+                               num_key_value_heads=2, head_dim=64, sliding_window=256),
+    # MLA: DeepSeek-V2 with one latent per token (kv_lora_rank + qk_rope_head_dim), no MoE layers.
+    "deepseek-v2-mla": dict(model_type="deepseek_v2", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
+                            num_key_value_heads=4, kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=32,
+                            qk_nope_head_dim=32, v_head_dim=64, first_k_dense_replace=2, n_routed_experts=4,
+                            num_experts_per_tok=2, moe_intermediate_size=64),
+}
+
+
+def build(name: str, out: Path, max_position_embeddings: int, dtype: str) -> dict:
+    tokenizer = build_tokenizer(400)
+    shape = dict(ARCHITECTURES[name])
+    config = AutoConfig.for_model(
+        shape.pop("model_type"), vocab_size=len(tokenizer), intermediate_size=2 * shape["hidden_size"],
+        max_position_embeddings=max_position_embeddings, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=None, tie_word_embeddings=False, dtype=dtype, **shape)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).to(getattr(torch, dtype))
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    return {"name": name, "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("names", nargs="*", default=list(ARCHITECTURES), help="default: all")
+    parser.add_argument("--out", type=Path, required=True, help="one folder per architecture is made in it")
+    parser.add_argument("--max-position-embeddings", type=int, default=32768)
+    parser.add_argument("--dtype", default="bfloat16")
+    args = parser.parse_args()
+    for name in args.names:
+        print(build(name, args.out / name, args.max_position_embeddings, args.dtype))
+
+
+if __name__ == "__main__":
+    main()
