@@ -16,7 +16,7 @@ from .reports import FORMATS, json_format, render
 from .rules import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = {"explain", "rules", "verify", "follow"}
+SUBCOMMANDS = {"explain", "rules", "verify", "follow", "plan"}
 # --fail-on threshold -> the finding severities that make the exit code 1 (info never does).
 FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
 
@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream}
+            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream,
+                        "plan": plan}
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
     except (InputError, CommandError) as error:
@@ -188,6 +189,12 @@ def verify(argv: list[str]) -> int:
     from . import live  # only the live check needs the server helpers
 
     return live.main(argv)
+
+
+def plan(argv: list[str]) -> int:
+    from .plan import command_line  # the planner reads no logs: none of the analysis is imported for it
+
+    return command_line.main(argv)
 
 
 def list_rules(argv: list[str]) -> int:
