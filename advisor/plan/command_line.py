@@ -47,8 +47,8 @@ def main(argv: list[str]) -> int:
             args.model_dir, args.gpu_memory, args.gpu, args.tensor_parallel_size, args.pipeline_parallel_size,
             args.max_model_len, args.max_num_seqs, args.gpu_memory_utilization, args.kv_cache_dtype, kv_bytes,
             args.block_size, args.max_num_batched_tokens, args.device)
-        planner.check(request)
-        result = planner.plan(request, model.load(args.model_dir))
+        shape = model.load(args.model_dir)  # a missing folder is said before a missing flag
+        result = planner.plan(request, shape)
     except PlanError as error:
         print(f"vllm-advisor: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,0 +1,39 @@
+"""plan against a real vLLM, again: each tiny architecture built afresh, started with a fixed KV budget,
+its printed KV cache size (or its estimate of the longest length) compared with plan's prediction."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, VLLM_PYTHON
+
+sys.path.insert(0, str(ROOT / "live"))
+sys.path.insert(0, str(ROOT / "tools"))
+import capture_plan  # noqa: E402  (live/ and tools/ are not packages)
+import plan_table  # noqa: E402
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    if not VLLM_PYTHON.exists():
+        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run live/setup_env.sh first")
+    out = tmp_path_factory.mktemp("plan-models")
+    subprocess.run([str(VLLM_PYTHON), str(ROOT / "live/build_plan_models.py"), "--out", str(out)],
+                   check=True, timeout=600, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("arch, case, length, kv_bytes", capture_plan.CASES, ids=lambda v: str(v))
+def test_plan_equals_vllm(models, tmp_path, arch, case, length, kv_bytes):
+    log = capture_plan.capture(str(VLLM_PYTHON), models / arch, length, kv_bytes, tmp_path / "vllm.log")
+    printed = plan_table.vllm_printed(log)
+    result = plan_table.predicted(models / arch, {"max_model_len": length, "kv_cache_memory_bytes": kv_bytes})
+    if case == "fits":
+        assert (result.figure("KV cache tokens").value, f"{result.figure('maximum concurrency').value:.2f}") == \
+            (printed["tokens"], printed["concurrency"])
+    else:
+        assert result.figure("longest max-model-len for one sequence").value == printed["estimate"]
