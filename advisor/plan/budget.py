@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .figures import ESTIMATED, GIVEN, READ, Figure, Input, PlanError
-from .model import ModelShape
+from .model import ModelShape, config_int
 
 GIB = 1024 ** 3
 # Usable memory as torch reports it (vLLM's total_gpu_memory, or torch's "total capacity" in an OOM),
@@ -60,9 +60,9 @@ def activation_bytes(shape: ModelShape, batched_tokens: int, max_num_seqs: int) 
     """What vLLM's profiling run peaks at beyond the weights: one batch of hidden states and MLP
     intermediates, and float32 logits for the sequences sampled. An estimate: vLLM measures it."""
     raw = shape.raw_config
-    hidden = raw.get("hidden_size") or raw.get("n_embd") or raw.get("d_model") or 0
-    intermediate = raw.get("intermediate_size") or raw.get("moe_intermediate_size") or 4 * hidden
-    vocab = raw.get("vocab_size") or 0
+    hidden = config_int(raw, "hidden_size", "n_embd", "d_model")
+    intermediate = config_int(raw, "intermediate_size", "moe_intermediate_size") or 4 * hidden
+    vocab = config_int(raw, "vocab_size")
     return batched_tokens * (4 * hidden + 3 * intermediate) * 2 + max_num_seqs * vocab * 4
 
 

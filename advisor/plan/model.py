@@ -32,6 +32,7 @@ MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_le
 SLIDING_PATTERN_DEFAULTS = {"gemma2": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4}
 # RoPE types whose factor vLLM does not multiply into the length (it is already in max_position_embeddings).
 ROPE_ALREADY_SCALED = {"su", "longrope", "llama3", "yarn", "deepseek_yarn", "mrope", "default"}
+MAX_LAYERS = 10_000  # a guard against a corrupt config, far above any real model
 DTYPE_NAMES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
                "float": "float32"}
 
@@ -74,6 +75,15 @@ class ModelShape:
     @property
     def is_hybrid(self) -> bool:
         return any("mamba" in kind for kind in self.layer_kinds)
+
+
+def config_int(raw: dict, *keys: str) -> int:
+    """The first of keys that holds a whole number, else 0: for estimates, which must not fail on odd keys."""
+    for key in keys:
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
 
 
 class _Config:
@@ -126,8 +136,11 @@ def load(model_dir: str | Path) -> ModelShape:
 def shape_of(raw: dict, path: Path, weights: weights_module.Weights | None) -> ModelShape:
     config = _Config(raw, str(path))
     model_type = str(config.raw.get("model_type", ""))
-    architecture = (raw.get("architectures") or ["?"])[0]
+    architectures = raw.get("architectures")
+    architecture = str(architectures[0]) if isinstance(architectures, list) and architectures else model_type
     layers = config.number("layers", ALIASES["num_hidden_layers"])
+    if layers > MAX_LAYERS:
+        raise PlanError(f"{path}: config.json says {layers} layers; no model has more than {MAX_LAYERS:,}")
     heads = config.number("attention heads", ALIASES["num_attention_heads"], default=0,
                           default_basis="no attention heads in config.json")
     hidden = config.number("hidden size", ALIASES["hidden_size"], default=0, default_basis="not in config.json")
@@ -199,14 +212,14 @@ def _layer_kinds(config: _Config, model_type: str, layers: int, is_mla: bool, ma
         return ["mla"] * layers
     types = config.raw.get("layer_types")
     if types is None and window is not None:
-        pattern = config.raw.get("sliding_window_pattern") or SLIDING_PATTERN_DEFAULTS.get(model_type)
+        pattern = config_int(config.raw, "sliding_window_pattern") or SLIDING_PATTERN_DEFAULTS.get(model_type)
         if model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
-            first = config.raw.get("max_window_layers", 28)
+            first = config_int(config.raw, "max_window_layers") or 28
             types = ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
         elif pattern:
             types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
     if types is not None:
-        if not isinstance(types, list) or len(types) != layers:
+        if not isinstance(types, list) or len(types) != layers or not all(isinstance(t, str) for t in types):
             raise PlanError(f"{config.name}: config.json layer_types does not list {layers} layers")
         # arg_utils: a model that slides everywhere gets the window on every layer; otherwise per layer.
         if window is None or all(t == "full_attention" for t in types):
@@ -225,7 +238,7 @@ def _hybrid_kinds(config: _Config, model_type: str, layers: int) -> list[str]:
         offset = config.number("attn_layer_offset", ("attn_layer_offset",))
         return ["full" if i % period == offset else "mamba" for i in range(layers)]
     key, pattern = config.get("hybrid_override_pattern")  # NemotronH: M mamba, * attention, - or E no cache
-    if key:
+    if isinstance(pattern, str):
         if len(pattern) != layers:
             raise PlanError(f"{config.name}: hybrid_override_pattern does not list {layers} layers")
         return [{"M": "mamba", "*": "full"}.get(c, "none") for c in pattern]
@@ -278,8 +291,8 @@ def _model_dtype(config: _Config, weights: weights_module.Weights | None) -> str
 
 
 def _max_model_len(config: _Config, model_type: str) -> int:
-    found = [(config.raw[k], k) for k in MAX_LEN_KEYS if isinstance(config.raw.get(k), int)]
-    if config.raw.get("model_max_length"):
+    found = [(config.raw[k], k) for k in MAX_LEN_KEYS if config_int(config.raw, k)]
+    if config_int(config.raw, "model_max_length"):
         length, key = config.raw["model_max_length"], "model_max_length"
     elif found:
         length, key = min(found)
@@ -289,7 +302,7 @@ def _max_model_len(config: _Config, model_type: str) -> int:
     rope = config.raw.get("rope_scaling") or config.raw.get("rope_parameters") or {}
     rope_type = rope.get("rope_type", rope.get("type")) if isinstance(rope, dict) else None
     factor = rope.get("factor") if isinstance(rope, dict) else None
-    if factor and rope_type not in ROPE_ALREADY_SCALED and "gemma3" not in model_type:
+    if isinstance(factor, (int, float)) and factor > 0 and rope_type not in ROPE_ALREADY_SCALED and "gemma3" not in model_type:
         config.inputs.append(Input("model's max length", int(length * factor), READ,
                                    f"{config.prefix} {key} x rope_scaling factor {factor}"))
         return int(length * factor)

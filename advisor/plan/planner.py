@@ -8,7 +8,7 @@ from pathlib import Path
 from . import arithmetic, budget
 from .arithmetic import Settings
 from .figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, Figure, Input, PlanError
-from .model import ModelShape
+from .model import ModelShape, config_int
 
 GIB = budget.GIB
 # vLLM's own defaults by device (engine/arg_utils.py get_batch_defaults, platforms/cpu.py).
@@ -151,11 +151,11 @@ def weights_figure(shape: ModelShape, request: Request) -> Figure:
 
 def _estimated_weights(shape: ModelShape) -> int:
     raw = shape.raw_config
-    hidden = raw.get("hidden_size") or raw.get("n_embd") or raw.get("d_model") or 0
-    vocab = raw.get("vocab_size") or 0
-    experts = raw.get("n_routed_experts") or raw.get("num_local_experts") or raw.get("num_experts") or 0
-    inner = raw.get("moe_intermediate_size") if experts and raw.get("moe_intermediate_size") else \
-        raw.get("intermediate_size") or 4 * hidden
+    hidden = config_int(raw, "hidden_size", "n_embd", "d_model")
+    vocab = config_int(raw, "vocab_size")
+    experts = config_int(raw, "n_routed_experts", "num_local_experts", "num_experts")
+    inner = (experts and config_int(raw, "moe_intermediate_size")) or config_int(raw, "intermediate_size") \
+        or 4 * hidden
     mlp = 3 * hidden * inner * max(1, experts)
     heads = shape.num_attention_heads
     attention = 2 * hidden * heads * shape.head_size + 2 * hidden * shape.num_kv_heads * shape.head_size
