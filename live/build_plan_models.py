@@ -30,6 +30,10 @@ ARCHITECTURES: dict[str, dict] = {
                             num_key_value_heads=4, kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=32,
                             qk_nope_head_dim=32, v_head_dim=64, first_k_dense_replace=2, n_routed_experts=4,
                             num_experts_per_tok=2, moe_intermediate_size=64),
+    # Hybrid: Jamba, mamba1 layers with attention every second layer, no MoE (one expert).
+    "jamba-hybrid": dict(model_type="jamba", num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
+                         num_key_value_heads=2, attn_layer_period=2, attn_layer_offset=1, mamba_d_state=16,
+                         mamba_d_conv=4, mamba_expand=2, num_experts=1, use_mamba_kernels=False),
 }
 
 

@@ -40,6 +40,7 @@ CASES = [
     ("mistral-sliding", "fits", 8192, 40_000_000),
     ("gemma2-interleaved", "fits", 8192, 40_000_000),
     ("deepseek-v2-mla", "fits", 8192, 40_000_000),
+    ("jamba-hybrid", "fits", 8192, 40_000_000),
     ("llama-gqa", "too-long", 32768, 3_000_000),
     ("gemma2-interleaved", "too-long", 32768, 3_000_000),
     ("deepseek-v2-mla", "too-long", 32768, 1_000_000),

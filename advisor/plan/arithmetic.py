@@ -28,7 +28,8 @@ class Settings:
     pipeline_parallel: int
     block_size: int
     kv_dtype_bytes: int
-    state_dtype_bytes: int  # mamba conv and ssm state ("auto": the model dtype)
+    conv_state_bytes: int  # mamba conv state dtype: the model dtype
+    ssm_state_bytes: int  # mamba SSM state dtype: --mamba-ssm-cache-dtype, "auto" being the model dtype
     max_in_flight_tokens: int  # scheduled-not-freed tokens a sliding window keeps: batches x batched tokens
     mamba_pages: int  # pages a mamba layer holds per request: 2 with prefix caching ("align"), else 1
 
@@ -105,7 +106,7 @@ def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
             if part == "none":
                 continue
             if part == "mamba":
-                caches.append(LayerCache("mamba", mamba_state_bytes(shape.mamba, tp, settings.state_dtype_bytes),
+                caches.append(LayerCache("mamba", mamba_state_bytes(shape.mamba, tp, settings),
                                          settings.block_size, state_pages=settings.mamba_pages))
             else:
                 caches.append(LayerCache(part, attention_page_per_token * settings.block_size, settings.block_size,
@@ -113,16 +114,17 @@ def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
     return caches
 
 
-def mamba_state_bytes(state: MambaState, tp: int, dtype_bytes: int) -> int:
+def mamba_state_bytes(state: MambaState, tp: int, settings: Settings) -> int:
     """MambaSpec.page_size_bytes: the conv state and the SSM state of one layer for one request."""
+    conv, ssm = settings.conv_state_bytes, settings.ssm_state_bytes
     if state.kind == "mamba1":
         inner = _divide(state.intermediate, tp, "the mamba inner size")
-        return (inner * (state.conv_kernel - 1) + inner * state.state_size) * dtype_bytes
+        return inner * (state.conv_kernel - 1) * conv + inner * state.state_size * ssm
     # mamba2_state_shape: groups are extended so that each TP rank has the groups its heads need.
     groups = state.n_groups if state.n_groups % tp == 0 else tp
     conv_dim = _divide(state.intermediate + 2 * groups * state.state_size, tp, "the mamba conv dimension")
     heads = _divide(state.num_heads, tp, "the mamba heads")
-    return (conv_dim * (state.conv_kernel - 1) + heads * state.head_dim * state.state_size) * dtype_bytes
+    return conv_dim * (state.conv_kernel - 1) * conv + heads * state.head_dim * state.state_size * ssm
 
 
 def _divide(value: int, tp: int, what: str) -> int:

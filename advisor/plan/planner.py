@@ -81,14 +81,12 @@ def check(request: Request) -> None:
 def settings_for(request: Request, shape: ModelShape, total_memory: int | None, length: int,
                  inputs: list[Input]) -> Settings:
     """vLLM's choices for this device and model, each noted as given, read or assumed."""
-    world = request.tensor_parallel * request.pipeline_parallel
     cpu = request.device == "cpu"
     kv_bytes = 2 if request.kv_cache_dtype == "auto" else arithmetic.DTYPE_BYTES[request.kv_cache_dtype]
     inputs.append(Input("KV dtype bytes", kv_bytes, GIVEN if request.kv_cache_dtype != "auto" else READ,
                         f"--kv-cache-dtype {request.kv_cache_dtype}"
                         + (f" (the model dtype, {shape.model_dtype})" if request.kv_cache_dtype == "auto" else "")))
-    seqs = request.max_num_seqs or _default_seqs(cpu, world, total_memory)
-    batched = request.max_num_batched_tokens or min(seqs * length, _default_batched(cpu, world, total_memory))
+    _seqs, batched = batch_limits(request, total_memory, length)
     # CPU turns async scheduling off: one batch in flight; CUDA's async scheduling keeps two (PP: one per stage).
     batches = 1 if cpu else (2 if request.pipeline_parallel == 1 else request.pipeline_parallel)
     if "sliding" in shape.layer_kinds:
@@ -96,8 +94,8 @@ def settings_for(request: Request, shape: ModelShape, total_memory: int | None, 
                             else ASSUMED, f"{batches} batch(es) x {batched} batched tokens (vLLM's default for "
                             f"{request.device}; --max-num-batched-tokens sets it)"))
     block, basis = _block_size(request, shape)
-    state_bytes = 4 if shape.model_type == "nemotron_h" else 2  # NemotronH's vLLM default is float32 states
-    settings = Settings(request.tensor_parallel, request.pipeline_parallel, block, kv_bytes, state_bytes,
+    ssm_bytes = _ssm_state_bytes(shape, cpu, inputs)
+    settings = Settings(request.tensor_parallel, request.pipeline_parallel, block, kv_bytes, 2, ssm_bytes,
                         batches * batched, mamba_pages=2)
     if shape.is_hybrid:
         raised = arithmetic.hybrid_block_size(shape, settings, KERNEL_ALIGNMENT[request.device])
@@ -109,6 +107,36 @@ def settings_for(request: Request, shape: ModelShape, total_memory: int | None, 
     inputs.append(Input("block size", block, GIVEN if request.block_size and not shape.is_hybrid else ASSUMED,
                         basis))
     return settings
+
+
+def _ssm_state_bytes(shape: ModelShape, cpu: bool, inputs: list[Input]) -> int:
+    """The SSM state's dtype: the model's, but float32 where vLLM says so."""
+    if not shape.is_hybrid:
+        return 2
+    if shape.model_type == "nemotron_h":
+        basis = "NemotronH: vLLM's default mamba_ssm_cache_dtype is float32"
+    elif cpu and "avx512_bf16" in _cpu_flags():
+        basis = "CPU with avx512_bf16 (read from /proc/cpuinfo): vLLM resets the SSM cache to float32"
+    else:
+        inputs.append(Input("SSM state dtype bytes", 2, ASSUMED, "mamba_ssm_cache_dtype auto: the model dtype"))
+        return 2
+    inputs.append(Input("SSM state dtype bytes", 4, ASSUMED, basis))
+    return 4
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            return next((set(line.split(":", 1)[1].split()) for line in handle if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
+def batch_limits(request: Request, total_memory: int | None, length: int) -> tuple[int, int]:
+    """--max-num-seqs and --max-num-batched-tokens, or vLLM's defaults for the API server on this device."""
+    cpu, world = request.device == "cpu", request.tensor_parallel * request.pipeline_parallel
+    seqs = request.max_num_seqs or _default_seqs(cpu, world, total_memory)
+    return seqs, request.max_num_batched_tokens or min(seqs * length, _default_batched(cpu, world, total_memory))
 
 
 def _default_seqs(cpu: bool, world: int, total: int | None) -> int:
@@ -126,8 +154,9 @@ def _default_batched(cpu: bool, world: int, total: int | None) -> int:
 
 
 def _block_size(request: Request, shape: ModelShape) -> tuple[int, str]:
-    if shape.is_mla and request.device == "cpu":
-        return CPU_MLA_BLOCK, "vLLM's CPU MLA kernel needs 16 (without AMX), whatever --block-size says"
+    if shape.is_mla and request.device == "cpu" and "amx_tile" not in _cpu_flags():
+        return CPU_MLA_BLOCK, "vLLM's CPU MLA kernel without AMX (none in /proc/cpuinfo) needs 16, whatever " \
+                              "--block-size says"
     if request.block_size:
         return request.block_size, f"--block-size {request.block_size}"
     if shape.is_mla:
@@ -189,10 +218,7 @@ def _budget(request: Request, shape: ModelShape, settings: Settings, total: Inpu
     utilization = Input("utilization", request.utilization or DEFAULT_UTILIZATION,
                         GIVEN if request.utilization else ASSUMED,
                         "--gpu-memory-utilization" if request.utilization else "vLLM's default from 0.21")
-    cpu = request.device == "cpu"
-    world = request.tensor_parallel * request.pipeline_parallel
-    seqs = request.max_num_seqs or _default_seqs(cpu, world, total.value)
-    batched = request.max_num_batched_tokens or min(seqs * length, _default_batched(cpu, world, total.value))
+    seqs, batched = batch_limits(request, total.value, length)
     return budget.from_memory(total, utilization, weights, shape, batched, seqs)
 
 

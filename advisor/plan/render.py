@@ -11,7 +11,9 @@ GIB = 1024 ** 3
 
 def _amount(value: int | float, unit: str) -> str:
     if unit == "bytes":
-        return f"{value:,} B ({value / GIB:.2f} GiB)" if value >= 1024 ** 2 else f"{value:,} B"
+        if value >= GIB:
+            return f"{value:,} B ({value / GIB:.2f} GiB)"
+        return f"{value:,} B ({value / 1024 ** 2:.2f} MiB)" if value >= 1024 ** 2 else f"{value:,} B"
     if isinstance(value, float):
         return f"{value:.2f}x" if unit == "requests" else f"{value:,.2f} {unit}"
     return f"{value:,} {unit}"
