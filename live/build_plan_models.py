@@ -24,7 +24,8 @@ ARCHITECTURES: dict[str, dict] = {
                             num_key_value_heads=2, head_dim=64, sliding_window=512),
     # Interleaved: Gemma 2 alternates sliding and full layers (layer_types in its config).
     "gemma2-interleaved": dict(model_type="gemma2", num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
-                               num_key_value_heads=2, head_dim=64, sliding_window=256),
+                               num_key_value_heads=2, head_dim=64, sliding_window=256,
+                               tie_word_embeddings=True),  # vLLM's Gemma 2 has no lm_head of its own
     # MLA: DeepSeek-V2 with one latent per token (kv_lora_rank + qk_rope_head_dim), no MoE layers.
     "deepseek-v2-mla": dict(model_type="deepseek_v2", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
                             num_key_value_heads=4, kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=32,
@@ -43,7 +44,8 @@ def build(name: str, out: Path, max_position_embeddings: int, dtype: str) -> dic
     config = AutoConfig.for_model(
         shape.pop("model_type"), vocab_size=len(tokenizer), intermediate_size=2 * shape["hidden_size"],
         max_position_embeddings=max_position_embeddings, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=None, tie_word_embeddings=False, dtype=dtype, **shape)
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=None, dtype=dtype,
+        tie_word_embeddings=shape.pop("tie_word_embeddings", False), **shape)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config).to(getattr(torch, dtype))
     out.mkdir(parents=True, exist_ok=True)

@@ -167,3 +167,12 @@ def test_what_if_fp8_doubles_the_tokens():
 def test_tp_that_does_not_divide_the_heads_is_refused():
     with pytest.raises(PlanError, match="does not divide the 32 attention heads"):
         plan("llama-3.1-8b", kv_cache_memory_bytes=GIB, tensor_parallel=3)
+
+
+def test_pipeline_stages_hold_their_own_layers():
+    # PP 2 over 32 layers: 16 per stage, so each GPU's block holds 16 layers' pages.
+    result = plan("llama-3.1-8b", kv_cache_memory_bytes=8 * GIB, pipeline_parallel=2)
+    assert value(result, "KV bytes per token per GPU") == 16 * 2 * 8 * 128 * 2
+    # 27 layers over PP 2 (DeepSeek-V2-Lite): vLLM's get_pp_indices gives [14, 13]; the first stage is fuller.
+    result = plan("deepseek-v2-lite", kv_cache_memory_bytes=GIB, pipeline_parallel=2)
+    assert value(result, "KV bytes per token per GPU") == 14 * 576 * 2
