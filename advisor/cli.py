@@ -81,7 +81,8 @@ def analysis_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="vllm-advisor",
         description="Read vLLM logs, say what went wrong and what to change. "
-                    "Subcommands: 'explain CODE', 'rules', 'verify LOG' (see 'verify --help').")
+                    "Subcommands: 'explain CODE', 'rules', 'verify LOG' (see 'verify --help'), "
+                    "'plan MODEL_DIR' (what fits before launch; see 'plan --help').")
     parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz); '-' or none for stdin")
     parser.add_argument("--format", choices=sorted(FORMATS), default=None,
                         help="output format (default: text on a terminal, json otherwise)")
