@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .figures import PlanError
-from .model import MambaState, ModelShape
+from advisor.plan.figures import PlanError
+from advisor.plan.model import MambaState, ModelShape
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
 

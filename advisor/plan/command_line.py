@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import model, planner, render
-from .budget import KNOWN_GPUS, parse_size
-from .figures import PlanError
+from advisor.plan import model, planner, render
+from advisor.plan.budget import KNOWN_GPUS, parse_size
+from advisor.plan.figures import PlanError
 
 EXIT_OK, EXIT_USAGE = 0, 2
 

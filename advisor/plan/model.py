@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import weights as weights_module
-from .figures import ASSUMED, READ, Input, PlanError
+from advisor.plan import weights as weights_module
+from advisor.plan.figures import ASSUMED, READ, Input, PlanError
 
 # vLLM's list of model types whose attention is MLA (is_deepseek_mla), when kv_lora_rank is set.
 MLA_MODEL_TYPES = {

@@ -5,10 +5,10 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import arithmetic, budget
-from .arithmetic import Settings
-from .figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, Figure, Input, PlanError
-from .model import ModelShape, config_int
+from advisor.plan import arithmetic, budget
+from advisor.plan.arithmetic import Settings
+from advisor.plan.figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, Figure, Input, PlanError
+from advisor.plan.model import ModelShape, config_int
 
 GIB = budget.GIB
 # vLLM's own defaults by device (engine/arg_utils.py get_batch_defaults, platforms/cpu.py).

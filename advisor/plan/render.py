@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from .figures import Figure
-from .planner import Plan
+from advisor.plan.figures import Figure
+from advisor.plan.planner import Plan
 
 GIB = 1024 ** 3
 

@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from .figures import PlanError
+from advisor.plan.figures import PlanError
 
 # A header bigger than this is not a safetensors header (the format caps it at 100 MB).
 MAX_HEADER = 100_000_000
@@ -18,10 +18,6 @@ class Weights:
     parameters: int
     dtypes: tuple[str, ...]  # the tensors' dtypes, most bytes first
     basis: str  # which files said so
-
-
-DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
-               "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1}
 
 
 def header(path: Path) -> dict:

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import ROOT, VLLM_PYTHON
 
-sys.path.insert(0, str(ROOT / "live"))
+sys.path.insert(0, str(ROOT / "tools/live"))
 sys.path.insert(0, str(ROOT / "tools"))
-import capture_plan  # noqa: E402  (live/ and tools/ are not packages)
+import capture_plan  # noqa: E402  (tools/ and tools/live/ are not packages)
 import plan_table  # noqa: E402
 
 pytestmark = pytest.mark.live
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.live
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     if not VLLM_PYTHON.exists():
-        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run live/setup_env.sh first")
+        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run tools/live/setup_env.sh first")
     out = tmp_path_factory.mktemp("plan-models")
-    subprocess.run([str(VLLM_PYTHON), str(ROOT / "live/build_plan_models.py"), "--out", str(out)],
+    subprocess.run([str(VLLM_PYTHON), str(ROOT / "tools/live/build_plan_models.py"), "--out", str(out)],
                    check=True, timeout=600, capture_output=True)
     return out
 

@@ -1,0 +1,106 @@
+"""Capture what vLLM prints about its KV cache for each tiny architecture, into fixtures/plan.
+
+Each case is one vLLM start with a fixed --kv-cache-memory-bytes (no block size given): it
+either prints "KV cache size: N tokens, Maximum concurrency ..." or fails with vLLM's estimate
+of the longest length that fits. The model's config.json and the captured log are kept; the
+fast tier checks `vllm-advisor plan` against them and the live tier does it again for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+from advisor.live import server as live_server  # noqa: E402  (needs the repo on sys.path first)
+
+DEFAULT_PYTHON = os.environ.get("VLLM_ADVISOR_VLLM_PYTHON") or str(
+    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python")
+MODELS = Path.home() / ".cache/vllm-advisor/models/plan"
+FIXTURES = REPO / "fixtures/plan"
+# Other sessions on this machine launch vLLM too: one launch at a time, machine-wide.
+LAUNCH_LOCK = Path("/tmp/vllm-live.lock")
+# What ends a start: the capacity line, vLLM's error, or the server giving up.
+DONE_MARKERS = ("KV cache size:", "estimated maximum model length", "Engine core initialization failed")
+
+# (architecture, case, max-model-len, kv-cache-memory-bytes)
+CASES = [
+    ("llama-mha", "fits", 8192, 40_000_000),
+    ("llama-gqa", "fits", 8192, 40_000_000),
+    ("llama-mqa", "fits", 8192, 40_000_000),
+    ("mistral-sliding", "fits", 8192, 40_000_000),
+    ("gemma2-interleaved", "fits", 8192, 40_000_000),
+    ("deepseek-v2-mla", "fits", 8192, 40_000_000),
+    ("jamba-hybrid", "fits", 8192, 40_000_000),
+    ("llama-gqa", "too-long", 32768, 3_000_000),
+    ("gemma2-interleaved", "too-long", 32768, 3_000_000),
+    ("deepseek-v2-mla", "too-long", 32768, 1_000_000),
+]
+
+
+@contextmanager
+def launch_lock():
+    with open(LAUNCH_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def capture(python: str, model: Path, max_model_len: int, kv_bytes: int, log_path: Path,
+            timeout: float = 400) -> str:
+    """Start vLLM once under the machine-wide lock, stop it when the KV cache is sized; the log text."""
+    args = ["--model", str(model), "--max-model-len", str(max_model_len),
+            "--kv-cache-memory-bytes", str(kv_bytes)]
+    with launch_lock():
+        server = live_server.start(python, args, log_path, live_server.free_port())
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and server.process.poll() is None:
+                if any(marker in log_path.read_text(errors="replace") for marker in DONE_MARKERS):
+                    break
+                time.sleep(1)
+            time.sleep(2)  # the rest of the error's traceback
+        finally:
+            live_server.stop(server)
+    return log_path.read_text(errors="replace")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--python", default=DEFAULT_PYTHON, help="the vLLM environment's python")
+    parser.add_argument("--models", type=Path, default=MODELS, help="where build_plan_models.py built them")
+    parser.add_argument("--only", nargs="*", help="architectures to capture (default: all)")
+    args = parser.parse_args()
+    version = subprocess.run([args.python, "-c", "import vllm; print(vllm.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    index_path = FIXTURES / "cases.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {"cases": []}
+    for arch, case, length, kv_bytes in CASES:
+        if args.only and arch not in args.only:
+            continue
+        folder = FIXTURES / arch
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(args.models / arch / "config.json", folder / "config.json")
+        began = time.monotonic()
+        log = capture(args.python, args.models / arch, length, kv_bytes, folder / f"{case}.log")
+        print(f"{arch} {case}: {time.monotonic() - began:.0f} s, "
+              f"{'sized' if 'KV cache size:' in log else 'error' if 'estimated maximum' in log else 'NO RESULT'}")
+        entry = {"architecture": arch, "case": case, "log": f"{arch}/{case}.log", "max_model_len": length,
+                 "kv_cache_memory_bytes": kv_bytes, "vllm": version}
+        index["cases"] = [c for c in index["cases"] if (c["architecture"], c["case"]) != (arch, case)] + [entry]
+        index_path.write_text(json.dumps(index, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
