@@ -48,3 +48,10 @@ def test_every_stage_is_one_subpackage_deep():
     assert not deeper, deeper
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == {
         "ingest", "parse", "rules", "report", "fast", "stream", "live", "plan"}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "plan").glob("*.py")), ids=lambda p: module_name(p))
+def test_plan_reads_no_logs(path):
+    # The planner stands before launch: it needs none of the log pipeline's modules (nor their import time).
+    outside = sorted(name for name in imported_modules(path) if not name.startswith("advisor.plan"))
+    assert not outside, f"{module_name(path)} imports {outside}"
