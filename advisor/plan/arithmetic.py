@@ -143,6 +143,7 @@ def hybrid_block_size(shape: ModelShape, settings: Settings, kernel_alignment: i
     per_token = attention[0].page_bytes // settings.block_size
     align = max(kernel_alignment, settings.block_size)
     needed = align * cdiv(mamba[0].page_bytes, align * per_token)
+    needed = kernel_alignment * cdiv(needed, kernel_alignment)  # whole kernel blocks of every backend
     return max(settings.block_size, needed)
 
 
