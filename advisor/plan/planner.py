@@ -49,6 +49,12 @@ class Plan:
     command: list[str]
     what_if: list[dict] = field(default_factory=list)
 
+    @property
+    def launch_length(self) -> int:
+        """The length to launch with: the one asked for if it fits, else the longest that does, rounded."""
+        return self.max_model_len if self.fits else round_length(
+            self.figure("longest max-model-len for one sequence").value)
+
     def figure(self, name: str) -> Figure:
         return next(f for f in self.figures if f.name == name)
 
@@ -277,8 +283,7 @@ def round_length(longest: int) -> int:
 def serve_command(result: Plan) -> list[str]:
     """`vllm serve` with the length first (the longest that fits, if the asked one does not), then sequences."""
     request = result.request
-    longest = result.figure("longest max-model-len for one sequence").value
-    length = result.max_model_len if result.fits else round_length(longest)
+    length = result.launch_length
     argv = ["vllm", "serve", str(Path(request.model_dir))]
     if length == 0:
         return argv  # nothing fits: no command would start
@@ -303,8 +308,8 @@ def serve_command(result: Plan) -> list[str]:
 
 
 def what_if(result: Plan) -> list[dict]:
-    """The same plan with one knob moved: fp8 KV, twice the TP, utilization +0.02."""
-    request = result.request
+    """The same plan with one knob moved (fp8 KV, twice the TP, utilization +0.02), at the launch length."""
+    request = replace(result.request, max_model_len=result.launch_length or result.max_model_len)
     variants = []
     if request.kv_cache_dtype == "auto" or arithmetic.DTYPE_BYTES.get(request.kv_cache_dtype, 1) > 1:
         variants.append(("--kv-cache-dtype fp8", replace(request, kv_cache_dtype="fp8")))

@@ -52,7 +52,8 @@ def text(result: Plan) -> str:
     if len(result.command) > 3:
         lines += ["", "command that fits (length first, then sequences):", f"  {result.command_line}"]
     if result.what_if:
-        lines += ["", f"what if (at max model length {result.max_model_len:,} unless it no longer fits):"]
+        length = result.launch_length or result.max_model_len
+        lines += ["", f"what if (one change each, at --max-model-len {length:,}):"]
         for row in result.what_if:
             if "error" in row:
                 lines.append(f"  {row['change']}: {row['error']}")
