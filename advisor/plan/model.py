@@ -302,7 +302,8 @@ def _max_model_len(config: _Config, model_type: str) -> int:
     rope = config.raw.get("rope_scaling") or config.raw.get("rope_parameters") or {}
     rope_type = rope.get("rope_type", rope.get("type")) if isinstance(rope, dict) else None
     factor = rope.get("factor") if isinstance(rope, dict) else None
-    if isinstance(factor, (int, float)) and factor > 0 and rope_type not in ROPE_ALREADY_SCALED and "gemma3" not in model_type:
+    scales = rope_type not in ROPE_ALREADY_SCALED and "gemma3" not in model_type  # Gemma 3's is scaled already
+    if isinstance(factor, (int, float)) and factor > 0 and scales:
         config.inputs.append(Input("model's max length", int(length * factor), READ,
                                    f"{config.prefix} {key} x rope_scaling factor {factor}"))
         return int(length * factor)
