@@ -176,3 +176,11 @@ def test_pipeline_stages_hold_their_own_layers():
     # 27 layers over PP 2 (DeepSeek-V2-Lite): vLLM's get_pp_indices gives [14, 13]; the first stage is fuller.
     result = plan("deepseek-v2-lite", kv_cache_memory_bytes=GIB, pipeline_parallel=2)
     assert value(result, "KV bytes per token per GPU") == 14 * 576 * 2
+
+
+def test_linear_rope_scaling_multiplies_the_models_length(tmp_path):
+    import json
+    config = json.loads((CONFIGS / "mistral-7b-v0.1/config.json").read_text())
+    config["rope_scaling"] = {"type": "linear", "factor": 2.0}  # vLLM multiplies it in; llama3 and yarn not
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert model.load(tmp_path).max_model_len == 2 * 32768
