@@ -81,13 +81,14 @@ def main() -> None:
     parser.add_argument("--python", default=DEFAULT_PYTHON, help="the vLLM environment's python")
     parser.add_argument("--models", type=Path, default=MODELS, help="where build_plan_models.py built them")
     parser.add_argument("--only", nargs="*", help="architectures to capture (default: all)")
+    parser.add_argument("--case", choices=sorted({case for _, case, _, _ in CASES}), help="default: every case")
     args = parser.parse_args()
     version = subprocess.run([args.python, "-c", "import vllm; print(vllm.__version__)"],
                              capture_output=True, text=True, check=True).stdout.strip()
     index_path = FIXTURES / "cases.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {"cases": []}
     for arch, case, length, kv_bytes in CASES:
-        if args.only and arch not in args.only:
+        if (args.only and arch not in args.only) or (args.case and case != args.case):
             continue
         folder = FIXTURES / arch
         folder.mkdir(parents=True, exist_ok=True)
