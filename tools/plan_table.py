@@ -38,7 +38,9 @@ def predicted(model_dir: Path, case: dict) -> planner.Plan:
 
 
 def cases() -> list[dict]:
-    return json.loads((FIXTURES / "cases.json").read_text())["cases"]
+    """The captured cases, those that fit first, each kind by architecture."""
+    return sorted(json.loads((FIXTURES / "cases.json").read_text())["cases"],
+                  key=lambda c: (c["case"], c["architecture"]))
 
 
 def rows() -> list[str]:
