@@ -15,7 +15,8 @@ CASES = plan_table.cases()
 
 def test_every_architecture_is_captured():
     architectures = {case["architecture"] for case in CASES}
-    assert {"llama-mha", "llama-gqa", "llama-mqa", "mistral-sliding", "gemma2-interleaved"} <= architectures
+    assert {"llama-mha", "llama-gqa", "llama-mqa", "mistral-sliding", "gemma2-interleaved", "deepseek-v2-mla",
+            "jamba-hybrid"} <= architectures
     assert {case["case"] for case in CASES} == {"fits", "too-long"}
 
 

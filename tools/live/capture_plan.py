@@ -44,6 +44,7 @@ CASES = [
     ("llama-gqa", "too-long", 32768, 3_000_000),
     ("gemma2-interleaved", "too-long", 32768, 3_000_000),
     ("deepseek-v2-mla", "too-long", 32768, 1_000_000),
+    ("jamba-hybrid", "too-long", 32768, 3_000_000),
 ]
 
 
