@@ -6,6 +6,7 @@ import gc
 import os
 import sys
 from contextlib import contextmanager
+from importlib import resources
 from typing import NoReturn
 
 from advisor import pipeline
@@ -15,7 +16,7 @@ from advisor.report.formats import FORMATS, json_format, render
 from advisor.rules.schema import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = {"explain", "rules", "verify", "follow"}
+SUBCOMMANDS = {"explain", "rules", "verify", "follow", "schema"}
 # --fail-on threshold -> the finding severities that make the exit code 1 (info never does).
 FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
 
@@ -35,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream}
+            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream,
+                        "schema": print_schema}
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
     except (InputError, CommandError) as error:
@@ -79,7 +81,7 @@ def analysis_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="vllm-advisor",
         description="Read vLLM logs, say what went wrong and what to change. "
-                    "Subcommands: 'explain CODE', 'rules', 'verify LOG' (see 'verify --help').")
+                    "Subcommands: 'explain CODE', 'rules', 'schema [report|finding]', 'follow', 'verify LOG' (see their --help).")
     parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz); '-' or none for stdin")
     parser.add_argument("--format", choices=sorted(FORMATS), default=None,
                         help="output format (default: text on a terminal, json otherwise)")
@@ -185,6 +187,18 @@ def verify(argv: list[str]) -> int:
     from advisor.live import verify as live  # only the live check needs the server helpers
 
     return live.main(argv)
+
+
+def print_schema(argv: list[str]) -> int:
+    """The JSON Schema of the report (or of the streamed finding records), as shipped in the wheel."""
+    names = ("report", "finding")
+    if len(argv) > 1 or (argv and argv[0] not in names):
+        return _error("usage: vllm-advisor schema [report|finding]")
+    text = (resources.files("advisor.report") / "schemas" / f"{argv[0] if argv else 'report'}.json").read_text()
+    with writing("output"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_OK
 
 
 def list_rules(argv: list[str]) -> int:

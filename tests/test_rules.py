@@ -13,42 +13,19 @@ from advisor.rules.schema import RuleSetError, load_rules
 from advisor.timeline import split_runs
 
 # rule code: (a fixture it must fire on, a near-miss fixture it must not fire on)
-CASES = {
-    "S101": ("088-", "044-"),  # KV shortfall / the same GPU at 20k tokens starts fine
-    "S102": ("015-", "001-"),
-    "S103": ("020-", "062-"),
-    "S104": ("026-", "065-"),  # weights OOM / an OOM during graph capture
-    "S105": ("065-", "026-"),
-    "S106": ("067-", "046-"),  # capture at utilization 0.98 / at 0.7
-    "S201": ("068-", "062-"),
-    "S202": ("072-", "062-"),
-    "S203": ("075-", "079-"),
-    "S204": ("079-", "075-"),
-    "S205": ("085-", "086-"),  # unsupported / supported but inspection crashed
-    "S206": ("081-", "062-"),
-    "S207": ("083-", "062-"),
-    "S208": ("086-", "085-"),
-    "S299": ("013-", "088-"),  # unexplained / explained by S101, so the fallback stays quiet
-    "R101": ("033-", "032-"),  # OOM while serving / OOM at startup
-    "R102": ("038-", "091-"),  # logged / only inferable
-    "R103": ("091-", "089-"),
-    "R104": ("043-", "091-"),  # saturated / saturated but preempting (R103 wins)
-    "R105": ("042-", "038-"),
-    "R106": ("074-", "089-"),
-    "R107": ("089-", "091-"),  # engine died / EngineDeadError only as SIGTERM shutdown noise
-    "R108": ("request-too-long", "healthy"),  # live: an HTTP 400 / a healthy server
-    "R109": ("089-first-188", "096-"),  # a worker's error ends the excerpt / SIGTERM shutdown noise
-    "H101": ("044-", "062-"),
-    "H102": ("067-", "058-"),
-    "H103": ("090-", "healthy"),  # one stats line of pressure / a healthy server under light load
-}
 
 
-@pytest.mark.parametrize("code", sorted(CASES))
-def test_rule_fires_on_its_log_only(code):
-    fires, near_miss = CASES[code]
-    assert code in {f.rule for f in analyze_fixture(fires).findings}
-    assert code not in {f.rule for f in analyze_fixture(near_miss).findings}
+CASES = [(rule.code, case) for rule in load_rules() for case in rule.cases]
+
+
+@pytest.mark.parametrize("code,case", CASES, ids=[f"{code}-{case.log.rstrip('-')}" for code, case in CASES])
+def test_rule_fires_on_its_logs_only(code, case):
+    assert (code in {f.rule for f in analyze_fixture(case.log).findings}) == case.fires, case.note
+
+
+@pytest.mark.parametrize("rule", load_rules(), ids=lambda rule: rule.code)
+def test_every_rule_has_a_log_it_fires_on_and_a_near_miss(rule):
+    assert {case.fires for case in rule.cases} == {True, False}
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.log")), ids=lambda p: p.name[:40])

@@ -97,7 +97,7 @@ def corrected_command(run: Run | None, findings: list[Finding], user_command: st
     top = next((r for f in findings[:1] for r in f.remediations if r.flags), None)
     original = command.render(argv) if argv else None
     if top is None:
-        return Command(original=original, corrected=None)
+        return Command(original=original)
     if argv is None:
-        return Command(original=None, corrected=command.render(command.flag_tokens(top.flags)))
-    return Command(original=original, corrected=command.render(command.apply(argv, top.flags)))
+        return Command(change=top.flags, change_args=command.render(command.flag_tokens(top.flags)))
+    return Command(original=original, corrected=command.render(command.apply(argv, top.flags)), change=top.flags)

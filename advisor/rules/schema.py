@@ -46,8 +46,17 @@ class Remediation(BaseModel):
         return value
 
 
+class Case(BaseModel):
+    """A real log the rule must fire on, or a near miss it must stay quiet on (run by tests/test_rules.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    log: str  # a fixture: its file name, or the start of it ("088-")
+    fires: bool
+    note: str = ""
+
+
 class Rule(BaseModel):
-    """A rule file: what it detects, when, what to say and what to change."""
+    """A rule file: what it detects, when, what to say and what to change, and the logs that show it."""
 
     model_config = ConfigDict(extra="forbid")
     code: str = Field(pattern=r"^[SRH][12]\d\d$")
@@ -70,6 +79,7 @@ class Rule(BaseModel):
     sustained: int = Field(1, ge=1, le=10)
     # How the finding knows: a line of the log says it, or it is worked out from what the lines show.
     evidence: Literal["logged", "inferred"] = "logged"
+    cases: list[Case] = Field(default_factory=list)
 
     @field_validator("when")
     @classmethod
