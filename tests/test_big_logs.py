@@ -23,7 +23,7 @@ from advisor.report.build import PLUMBING, analyze, parse
 from advisor.report.contract import EventOut
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.report.writer import event_json
-from advisor.rules.remembered import RememberedArithmetic, RememberedCondition
+from advisor.rules.remembered import RememberedCondition
 
 sys.path.insert(0, str(ROOT / "tools/bench"))
 from generate_log import generate  # noqa: E402
@@ -224,37 +224,12 @@ def test_memory_per_stats_line_stays_small(tmp_path):
     assert len(report.events) > stats
 
 
-def test_arithmetic_is_recomputed_when_a_name_it_read_changes():
-    derive = RememberedArithmetic()
-    assert derive({"gpu_memory_utilization": 0.9})["next_utilization"] == 0.92
-    assert derive({"gpu_memory_utilization": 0.9, "running_reqs": 3})["next_utilization"] == 0.92
-    assert derive({"gpu_memory_utilization": 0.8})["next_utilization"] == 0.82
-    assert derive({"swap_space_gib": 4})["doubled_swap_space"] == 8
-    assert derive({"swap_space_gib": 4.0})["doubled_swap_space"] == 8
-    assert "next_utilization" in derive({}) and derive({"tensor_parallel_size": 2})["doubled_tp"] == 4
-    assert str(derive({"free_gpu_gib": 0.0, "total_gpu_gib": 8.0})["free_fraction"]) == "0.0"
-    assert str(derive({"free_gpu_gib": -0.0, "total_gpu_gib": 8.0})["free_fraction"]) == "-0.0"
-
-
-def test_arithmetic_over_a_run_is_recomputed_when_an_own_name_it_read_changes():
-    derive = RememberedArithmetic({"arg_port": 8000, "gpu_memory_utilization": 0.9})
-    assert derive({"running_reqs": 3})["next_port"] == 8001
-    stats_key = derive.key
-    assert "next_port" not in derive({"arg_port": 8000.0})  # equal to 8000, but no int: no next port
-    assert derive.key != stats_key
-    assert derive({"arg_port": 8000})["next_port"] == 8001
-    assert derive({"gpu_memory_utilization": 0.8, "running_reqs": 3})["next_utilization"] == 0.82
-    assert derive({"running_reqs": 4})["next_utilization"] == 0.92  # back to the run's own utilization
-    assert derive.key == stats_key  # names it does not read make no difference
-
-
-def test_remembered_condition_over_layers_keys_on_the_own_names_and_the_arithmetic():
-    condition = RememberedCondition("running_reqs < max_num_seqs and next_port == 8001", {"max_num_seqs": 4})
-    assert condition({"running_reqs": 3}, {"next_port": 8001}, "a") is True
-    assert condition({"running_reqs": 3}, {}, "b") is False  # other arithmetic, other key
-    assert condition({"running_reqs": 3}, {}, "a") is True  # remembered by the key: derived is not read again
-    assert condition({"running_reqs": 3, "max_num_seqs": 2}, {"next_port": 8001}, "a") is False  # own over run
-    assert condition({"running_reqs": 3.0}, {"next_port": 8001}, "a") is True
+def test_remembered_condition_keys_on_the_own_names_over_the_run():
+    condition = RememberedCondition("running_reqs < max_num_seqs", {"max_num_seqs": 4})
+    assert condition({"running_reqs": 3}) is True
+    assert condition({"running_reqs": 3, "max_num_seqs": 2}) is False  # own over run
+    assert condition({"running_reqs": 3.0}) is True
+    assert condition({"running_reqs": 5}) is False
 
 
 def test_remembered_condition_tells_types_and_lists_apart():

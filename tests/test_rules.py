@@ -1,14 +1,16 @@
 """Each rule fires on a real log that shows its problem and stays quiet on a near miss."""
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
-from conftest import FIXTURES, analyze_fixture
+from conftest import FIXTURES, ROOT, analyze_fixture
 
 from advisor.fast import scan
 from advisor.rules.expressions import evaluate
 from advisor.rules.match import Match, context_for, match_run, without_superseded
+from advisor.rules.remedies import DERIVED_NAMES
 from advisor.rules.schema import RuleSetError, load_rules
 from advisor.timeline import split_runs
 
@@ -143,3 +145,16 @@ def test_readme_rule_table_is_the_rule_files():
     rows = ["| code | name | phase | severity | failure | evidence |", "| --- | --- | --- | --- | --- | --- |"]
     rows += [f"| {r.code} | {r.name} | {r.phase} | {r.severity} | `{r.failure}` | {r.evidence} |" for r in load_rules()]
     assert "\n".join(rows) + "\n" in (FIXTURES.parent / "README.md").read_text()
+
+
+def test_derived_names_are_what_arithmetic_derives():
+    source = (ROOT / "advisor" / "rules" / "remedies.py").read_text()
+    assert set(re.findall(r'out\["([a-z_0-9]+)"\]', source)) == DERIVED_NAMES
+
+
+def test_a_firing_condition_that_reads_a_derived_name_is_rejected_at_load(tmp_path):
+    text = (ROOT / "rules" / "S101-kv-cache-insufficient.toml").read_text()
+    (tmp_path / "S101-kv-cache-insufficient.toml").write_text(
+        re.sub(r'(?m)^(event = .*)$', r'\1\nwhen = "suggested_max_model_len > 0"', text, count=1))
+    with pytest.raises(RuleSetError, match="suggested_max_model_len, which are derived only once the rule fires"):
+        load_rules(tmp_path)

@@ -17,6 +17,16 @@ CUDA_BLOCK_SIZE = 16
 # `--max-model-len auto` (auto-fit, PR #29431, merged 2025-11-25) ships from this release on.
 AUTO_FIT_SINCE = (0, 13)
 
+# The names arithmetic() may derive: rule texts, flags and remediation conditions read them; a rule's
+# firing condition may not (it is judged before any arithmetic is done), and load_rules says so.
+DERIVED_NAMES = frozenset({"auto_fit_supported", "concurrency_at_suggested", "cpu_nodes_seen", "default_utilization",
+    "derived_max_model_len", "doubled_kv_cache_memory_bytes", "doubled_swap_space", "doubled_tp", "free_fraction",
+    "full_length_requests", "half_max_len", "halved_max_num_seqs", "headroom_users", "kv_block_tokens",
+    "kv_bytes_per_token", "kv_bytes_that_fit", "kv_cache_memory_bytes_needed", "kv_needed_for_max_len_gib",
+    "lower_utilization", "max_safe_utilization", "memory_place", "next_port", "next_utilization", "parallel_units",
+    "process_tool", "requested_max_len", "suggested_max_model_len", "suggested_share_pct", "suggested_tp",
+    "suggested_utilization", "tokens_that_fit", "utilization_cap", "utilization_needed", "valid_tp_sizes"})
+
 
 def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
     """A round max-model-len between 60% and 80% of `limit`: a multiple of 1024 where possible, and at

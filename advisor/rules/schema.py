@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.parse.grammar import data_dir
 from advisor.rules.expressions import ExpressionError, compile_expression
+from advisor.rules.remedies import DERIVED_NAMES
+from advisor.rules.remembered import names_read
 
 STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_below_utilization", "weights_oom",
                     "cuda_graph_oom", "tp_heads_mismatch", "max_len_exceeds_model", "unsupported_quantization",
@@ -84,7 +86,11 @@ class Rule(BaseModel):
     @field_validator("when")
     @classmethod
     def _valid_when(cls, value: str) -> str:
-        return _checked(value)
+        derived = sorted(set(names_read(_checked(value))) & DERIVED_NAMES)
+        if derived:
+            raise ValueError(f"when reads {', '.join(derived)}, which are derived only once the rule fires: "
+                             "use them in the message, flags or a remediation's when")
+        return value
 
 
 def _checked(expression: str) -> str:
