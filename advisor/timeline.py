@@ -17,7 +17,7 @@ STARTING_KINDS = RUN_MARKERS | {"engine_config"}
 TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "exception_chain"}
 # A run that shows one of these is over: a marker or an engine config after it begins the next run.
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
-# Signs that startup is over (DESIGN.md, "Phase").
+# Signs that startup is over: a server that got ready, or one already serving.
 READY_KINDS = {"ready", "stats"}
 # Signs that requests were being served, for excerpts that start after readiness.
 SERVING_KINDS = {"stats", "request_too_long", "request_too_long_input", "request_too_long_total",
@@ -49,7 +49,7 @@ STAGE_BY_FUNCTION = {
                 "engine_step", "process_output_sockets", "_run_output_handler", "sample_tokens"},
 }
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
-# and whether or not the excerpt shows the server getting ready (DESIGN.md, "Phase").
+# and whether or not the excerpt shows the server getting ready.
 SERVING_LOOPS = {"run_busy_loop", "run_engine_loop", "_process_engine_step", "step_with_batch_queue",
                  "engine_step", "output_handler", "_run_output_handler", "process_output_sockets"}
 

@@ -19,11 +19,12 @@ from advisor.fast.packed_report import PackedReport, PendingReport, packed_repor
 from advisor.fast.templates import FactTemplates, PackedFact
 from advisor.ingest import sources
 from advisor.parse.grammar import anchor_regex, parse_line
-from advisor.report.build import PLUMBING, analyze, parse
+from advisor.report.build import analyze, parse
 from advisor.report.contract import EventOut
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.report.writer import event_json
 from advisor.rules.remembered import RememberedCondition
+from advisor.timeline import TRACEBACK_KINDS
 
 sys.path.insert(0, str(ROOT / "tools/bench"))
 from generate_log import generate  # noqa: E402
@@ -53,7 +54,7 @@ def generated_report(generated_log):
 def split_in(parts: int, monkeypatch) -> None:
     """Make scan_file cut any file into this many parts, whatever the cores and the size."""
     monkeypatch.setattr(scan, "PART_MIN", 1)
-    monkeypatch.setattr(scan, "_usable_cores", lambda: parts)
+    monkeypatch.setattr(scan, "usable_cores", lambda: parts)
 
 
 @pytest.fixture
@@ -139,7 +140,7 @@ def test_events_written_by_a_forked_process(path, events_in_background, tmp_path
 def log_of_many_events(tmp_path_factory):
     """A log with more events than BACKGROUND_MIN, so that the real command writes them from a forked process."""
     path = generate(tmp_path_factory.mktemp("many") / "many-events.log", 150 << 20)
-    events = sum(1 for f in scan.scan_file(str(path)) if f.kind not in PLUMBING)
+    events = sum(1 for f in scan.scan_file(str(path)) if f.kind not in TRACEBACK_KINDS)
     assert events > packed_report_module.BACKGROUND_MIN
     return path
 

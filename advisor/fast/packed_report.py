@@ -8,8 +8,9 @@ from typing import TextIO
 from advisor.fast import background
 from advisor.parse.facts import Fact
 from advisor.report import writer
-from advisor.report.build import PLUMBING, summarize
+from advisor.report.build import summarize
 from advisor.report.contract import EventOut, Report, Verdict
+from advisor.timeline import TRACEBACK_KINDS
 
 # Events from which a forked process writes them while this one works out the rest of the report:
 # below it, starting the process costs more than writing the events takes.
@@ -20,7 +21,7 @@ class EventsView(Sequence[EventOut]):
     """A report's events read from its facts: an EventOut is made on access, never kept."""
 
     def __init__(self, facts: Iterable[Fact]):
-        self.facts = [fact for fact in facts if fact.kind not in PLUMBING]
+        self.facts = [fact for fact in facts if fact.kind not in TRACEBACK_KINDS]
 
     def __len__(self) -> int:
         return len(self.facts)

@@ -90,6 +90,16 @@ def read_chunks(path: str) -> Iterator[bytes]:
             stream.close()
 
 
+def log_files(path: str) -> list[str]:
+    """The logs a path names: a folder's files, all of them down its tree but hidden ones, in name
+    order (an archive of rotated and compressed logs); any other path as it is."""
+    folder = Path(path)
+    if path == "-" or not folder.is_dir():
+        return [path]
+    return [str(file) for file in sorted(folder.rglob("*"))
+            if file.is_file() and not any(part.startswith(".") for part in file.relative_to(folder).parts)]
+
+
 def display_name(path: str) -> str:
     return "<stdin>" if path == "-" else str(Path(path))
 

@@ -13,8 +13,7 @@ from advisor.report.contract import Command, EventOut, Finding, RemediationOut, 
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
 from advisor.rules.schema import load_rules
-from advisor.timeline import STAGE_BY_FUNCTION, Run, split_runs
-from advisor.timeline import TRACEBACK_KINDS as PLUMBING
+from advisor.timeline import STAGE_BY_FUNCTION, TRACEBACK_KINDS, Run, split_runs
 
 
 def parse(lines: Iterable[Line]) -> list[Fact]:
@@ -29,7 +28,7 @@ def analyze(lines: Iterable[Line], source: str, user_command: str | None = None)
 
 def build_report(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
     report = summarize(facts, source, user_command)
-    report.events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in PLUMBING]
+    report.events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in TRACEBACK_KINDS]
     return report
 
 
@@ -73,7 +72,7 @@ def verdict(run: Run | None, matches: list[Match]) -> Verdict:
 def _has_vllm_facts(run: Run) -> bool:
     # A lone Python traceback is not evidence that the log is a vLLM log.
     serving = STAGE_BY_FUNCTION["serving"]
-    return any(f.kind not in PLUMBING | {"exception"} or f.text.get("function") in serving for f in run.facts)
+    return any(f.kind not in TRACEBACK_KINDS | {"exception"} or f.text.get("function") in serving for f in run.facts)
 
 
 def finding(match: Match) -> Finding:
