@@ -40,6 +40,7 @@ def pending_many(paths: list[str], command: str | None = None) -> list[PendingRe
     """The reports of several logs, in order, their lines read in parallel on the cores this process
     may use; a log that cannot be read gives its error in its place."""
     workers = min(len(paths), scan.usable_cores())
+    results: Iterable[list[Fact] | BaseException]
     if workers < 2 or not background.can_fork():
         results = map(_facts_or_error, paths)
     else:

@@ -53,11 +53,6 @@ def test_matching_finds_what_judging_every_event_whole_finds(path):
             assert {k: type(v) for k, v in got.context.items()} == {k: type(v) for k, v in want.context.items()}
 
 
-def test_every_rule_has_cases():
-    missing = {r.code for r in load_rules()} - set(CASES)
-    assert not missing
-
-
 def test_remediations_never_exceed_the_utilization_ceiling():
     for case in ("001-", "015-", "020-", "022-", "024-", "043-", "067-"):
         for finding in analyze_fixture(case).findings:
@@ -92,7 +87,9 @@ def test_weights_oom_is_not_answered_with_a_utilization_change():
 
 
 def test_auto_fit_is_offered_only_where_the_version_has_it():
-    titles = lambda case: [r.title for r in analyze_fixture(case).findings[0].remediations]
+    def titles(case: str) -> list[str]:
+        return [r.title for r in analyze_fixture(case).findings[0].remediations]
+
     assert any("auto" in t for t in titles("088-"))  # vLLM 0.32.0
     assert not any("auto" in t for t in titles("007-"))  # version not in the log
 

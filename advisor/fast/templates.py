@@ -218,7 +218,7 @@ class _Recipe:
                 tag = text[process_span[0]:process_span[1]]
                 process = self.processes.get(tag)
                 if process is None:
-                    process = self.processes[tag] = tag if type(tag) is str else tag.decode("ascii")
+                    process = self.processes[tag] = tag if isinstance(tag, str) else tag.decode("ascii")
             out.append(PackedFact(fact, names, line, numbers, process))
         return out
 

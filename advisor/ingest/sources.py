@@ -50,9 +50,10 @@ def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
 def line_segments(number: int, raw: bytes) -> Iterator[Line]:
     """The cleaned text of one physical line (without its LF), in as many segments as it has breaks."""
     text = raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
-    text = journal_message(text) if "MESSAGE" in text else text
-    if text is None:
+    unwrapped = journal_message(text) if "MESSAGE" in text else text
+    if unwrapped is None:
         return
+    text = unwrapped
     for segment in BREAKS.split(text) if ("\r" in text or "\n" in text) else (text,):
         yield Line(number, clean(segment))
 

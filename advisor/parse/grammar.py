@@ -8,6 +8,7 @@ import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import lark
 from lark import Lark, Token, Tree
@@ -37,14 +38,14 @@ TERMINAL = re.compile(r"^([A-Z][A-Z0-9_]*)(?:\.-?\d+)?\s*:")
 
 
 @cache
-def terminal_notes(key: str) -> dict[str, object]:
+def terminal_notes(key: str) -> dict[str, Any]:
     """The notes of one key on the grammars' terminals, by terminal name. A regex anchor's `literals`
     are words of which every match holds one (the prefilter looks for them in raw bytes, find_anchor
     in a line's text); a `digit-sensitive` terminal tells one digit from another, and its note is a
     digit-uniform regex finding every line where it could match (those lines bypass the shape cache)."""
-    notes: dict[str, object] = {}
+    notes: dict[str, Any] = {}
     for path in sorted(data_dir("grammars").glob("*.lark")):
-        pending: dict[str, object] = {}
+        pending: dict[str, Any] = {}
         for line in path.read_text().splitlines():
             if note := NOTE.match(line):
                 pending[note[1]] = json.loads(note[2])

@@ -77,7 +77,7 @@ def _has_vllm_facts(run: Run) -> bool:
 
 def finding(match: Match) -> Finding:
     rule, context = match.rule, match.context
-    remediations = []
+    remediations: list[RemediationOut] = []
     for remediation in rule.remediations:
         flags = flag_values(remediation, context)
         if flags is None:

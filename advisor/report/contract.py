@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal, TextIO
+from typing import Final, Literal, TextIO
 
 from pydantic import BaseModel, Field
 
 from advisor.parse.facts import Number
 from advisor.report import writer
 
-SCHEMA = "vllm-advisor.report/2"
-FINDING_SCHEMA = "vllm-advisor.finding/1"
+SCHEMA: Final = "vllm-advisor.report/2"
+FINDING_SCHEMA: Final = "vllm-advisor.finding/1"
 
 
 class Verdict(BaseModel):

@@ -34,7 +34,7 @@ def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
     PR 48724). 0 when not even that fits."""
     ceiling = limit - block
     for step in (1024, 512, 256, 128, 64, 16, 1):
-        value = min(int(limit * 0.8), ceiling) // step * step
+        value = int(min(int(limit * 0.8), ceiling)) // step * step
         if value >= limit * 0.6 and value > 0:
             return value
     return max(0, int(min(limit * 0.8, ceiling)))
@@ -64,10 +64,10 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     if bytes_per_token:
         out["kv_bytes_per_token"] = round(bytes_per_token)
 
-    token_limit = v.get("estimated_max_model_len") or v.get("max_tokens_in_kv_cache")
+    token_limit = v.get("estimated_max_model_len") or v.get("max_tokens_in_kv_cache") or 0
     if not token_limit and bytes_per_token and available and available >= MIN_TRUSTED_GIB:
         token_limit = int(available * GIB / bytes_per_token)
-    block = v.get("block_size") or DEFAULT_BLOCK_SIZE.get(v.get("backend"), CUDA_BLOCK_SIZE)
+    block = v.get("block_size") or DEFAULT_BLOCK_SIZE.get(v.get("backend") or "", CUDA_BLOCK_SIZE)
     out["kv_block_tokens"] = block
     suggested = round_length(token_limit, block) if token_limit else 0
     if token_limit:

@@ -117,7 +117,7 @@ def file_chunks(path: str, from_start: bool, stop: threading.Event) -> Iterator[
                 continue
             opened, current = os.fstat(handle.fileno()), _stat(path)
             same = current is not None and (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino)
-            if rewritten or (same and current.st_size < handle.tell()):
+            if rewritten or (same and current is not None and current.st_size < handle.tell()):
                 handle.seek(0)  # truncated in place (copytruncate), maybe refilled already
                 last = b""
             elif same:

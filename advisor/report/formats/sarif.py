@@ -5,6 +5,7 @@ import hashlib
 import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote
 
 from advisor.report.contract import Finding, Report
@@ -73,7 +74,7 @@ def short_description(rule: Rule) -> str:
 
 
 def result(report: Report, finding: Finding, index: dict[str, int]) -> dict:
-    entry = {
+    entry: dict[str, Any] = {
         "ruleId": finding.rule,
         "level": LEVEL[finding.severity],
         "message": {"text": message_text(report, finding)},
