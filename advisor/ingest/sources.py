@@ -70,7 +70,7 @@ def stripped_prefix(raw: bytes) -> int | None:
 
     The answer holds for every line with the same bytes but for digits: it is ASCII as well, has
     the same length and RESHAPING bytes, and the wrapper regexes treat all digits alike
-    (tests/test_fast_path.py), so they match prefixes of the same length.
+    (tests/oracles/test_fast_path.py), so they match prefixes of the same length.
     """
     if len(raw) > MAX_LINE or not raw.isascii() or any(mark in raw for mark in RESHAPING):
         return None
