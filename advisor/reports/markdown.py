@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from ..report import Report
+from ..scrape import summary
 from .text import KEY_FACTS, top_finding
 
 # Characters that would start markup inside a sentence or end a table cell.
+EVIDENCE = {"logged": "", "inferred": "*(inferred)* ", "metrics": "*(from /metrics)* "}
 MARKUP = str.maketrans({c: "\\" + c for c in "\\`*<>|["})
 
 
@@ -19,9 +21,10 @@ def render(reports: list[Report]) -> str:
 def section(report: Report) -> str:
     version = f" (vLLM {report.vllm_version})" if report.vllm_version else ""
     out = [f"### vllm-advisor: `{report.source}`{version}", "", verdict_line(report), ""]
+    out += [f"**{escape(line)}**\n" for line in summary.head(report)]
     top = top_finding(report)
     if top is not None:
-        out += [("*(inferred)* " if top.evidence == "inferred" else "") + escape(top.message), ""]
+        out += [EVIDENCE[top.evidence] + escape(top.message), ""]
     numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
     if numbers:
         out += ["| Number from the log | Value |", "| --- | ---: |"]
@@ -41,9 +44,12 @@ def section(report: Report) -> str:
     others = [f for f in report.findings if f is not top]
     if others:
         out += ["**Other findings:**", ""]
-        out += [f"- {f.severity} line {f.line}: {f.rule} {f.name}{' (inferred)' if f.evidence == 'inferred' else ''}: "
+        out += [f"- {f.severity} {'metrics' if f.line is None else f'line {f.line}'}: {f.rule} {f.name}"
+                f"{' (inferred)' if f.evidence == 'inferred' else ' (from /metrics)' if f.evidence == 'metrics' else ''}: "
                 f"{escape(f.message)}" for f in others]
         out.append("")
+    if summary.tail(report):
+        out += [f"- {escape(line)}" for line in summary.tail(report)] + [""]
     return "\n".join(out)
 
 

@@ -42,7 +42,8 @@ def lines(report: Report) -> list[str]:
         low, high = number(min(present)), number(max(present))
         span = high if low == high else f"{low}-{high}"
         out.append(f"  {label:<{LABEL_WIDTH}} {sparkline(values, scale)} {span}{unit}")
-    marked = [f for f in report.findings if f.phase == "runtime" and f.severity in MARKED_SEVERITIES]
+    marked = [f for f in report.findings
+              if f.phase == "runtime" and f.severity in MARKED_SEVERITIES and f.line is not None]
     if marked:
         out.append(f"  {'':<{LABEL_WIDTH}} {marks(buckets, marked)}")
         out += [f"  {MARK} line {f.line}: {f.rule} {f.name} ({f.failure})" for f in marked]

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..command import shows_as_is
 from ..report import Finding, Report
+from ..scrape import summary
 from . import sparklines
 
 # The public fact names, in the order an operator reads them.
@@ -21,7 +22,7 @@ KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_
              "num_attention_heads", "derived_max_model_len", "tried_to_allocate_gib", "preemptions")
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 # How a finding knows, as the text says it: a logged one needs no word.
-EVIDENCE = {"logged": "", "inferred": "(inferred) "}
+EVIDENCE = {"logged": "", "inferred": "(inferred) ", "metrics": "(from /metrics) "}
 
 
 def console(buffer: io.StringIO) -> Console:
@@ -52,6 +53,8 @@ def write(out: Console, report: Report) -> None:
     else:
         where = f", line {verdict.line}" if verdict.line else ""
         out.print(f"[bold red]{verdict.phase.upper()} FAILURE: {verdict.failure}[/] ({verdict.rule}{where})")
+    for line in summary.head(report):
+        out.print(f"[bold]{escape(line)}[/]")
     findings = report.findings
     top = top_finding(report)
     if top is not None:
@@ -76,8 +79,11 @@ def write(out: Console, report: Report) -> None:
             out.print("  not shown: it holds control or invisible characters; see --format json")
     for finding in findings:
         if finding is not top:
-            out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "
+            where = "metrics" if finding.line is None else f"line {finding.line}"
+            out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] {where}: "
                       f"{finding.rule} {finding.name}: {EVIDENCE[finding.evidence]}{escape(finding.message)}")
+    for line in summary.tail(report):
+        out.print(escape(line))
 
 
 def top_finding(report: Report) -> Finding | None:

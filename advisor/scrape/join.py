@@ -79,6 +79,8 @@ def join(report: Report | None, facts: list[Fact] | None, snapshots: list[Snapsh
         if any(s.rule == item.rule and s.outcome == "confirmed" for s in settled):
             why = next(s.why for s in settled if s.rule == item.rule)
             item.evidence, item.message = "metrics", f"{item.message} Confirmed: {why}"
+            if item.severity != "info":  # a cache pinned full (R104) that preempted is preemption
+                item.failure = "preemption"
     earlier = report.findings[len(matches):] if report is not None else []
 
     base = report if report is not None else Report(
@@ -154,12 +156,11 @@ def _verdict_and_command(report, last, kept, last_findings, metric_findings, sna
     if report is not None and report.verdict.phase == "startup":  # the metrics cannot undo a start that failed
         return report.verdict, report.command
     logged = verdict(last, kept) if last is not None else None
-    if logged is not None and logged.failure != "none":
-        return logged, corrected_command(last, last_findings, user_command)
-    failing = [f for f in metric_findings if f.severity != "info" and f.failure != "none"]
+    failing = [f for f in last_findings + metric_findings if f.severity != "info" and f.failure != "none"]
     if failing:
         top = failing[0]
-        return Verdict(phase=top.phase, failure=top.failure, rule=top.rule), corrected_command(last, [top], user_command)
+        return (Verdict(phase=top.phase, failure=top.failure, rule=top.rule, line=top.line),
+                corrected_command(last, [top], user_command))
     if logged is not None:
         return logged, corrected_command(last, last_findings or metric_findings, user_command)
     phase = "healthy" if snapshots else "unknown"

@@ -105,6 +105,16 @@ class Snapshot:
                 total += sample.value
         return Histogram(tuple(sorted(buckets.items())), count, total)
 
+    def sums(self) -> dict[str, float]:
+        """Each sample name's value summed over its label sets; histogram buckets are left out (a sum over
+        `le` means nothing)."""
+        out: dict[str, float] = defaultdict(float)
+        for samples in self.samples.values():
+            for sample in samples:
+                if not sample.name.endswith("_bucket"):
+                    out[sample.name] += sample.value
+        return dict(out)
+
     def label_values(self, names: tuple[str, ...], label: str) -> list[str]:
         name = self.family(names)
         return sorted({s.labels[label] for s in self.samples.get(name, []) if label in s.labels}) if name else []
