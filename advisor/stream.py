@@ -143,6 +143,11 @@ class StreamEngine:
         return self._settle(match_run(self._run, self._rules), final=True)
 
     @property
+    def run_index(self) -> int:
+        """The run the lines read so far end in (what a finding from elsewhere, the metrics, belongs to)."""
+        return self._run.index
+
+    @property
     def findings(self) -> list[StreamFinding]:
         """The findings standing now: settled ones of ended runs, then the current run's."""
         current = [StreamFinding(self.source, self._run.index, finding(m)) for m in self._active.values()]

@@ -11,10 +11,17 @@ from .snapshot import Histogram, Snapshot
 FAILED_REASONS = ("error", "abort")
 
 
-def figures(snapshot: Snapshot, log: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Named numbers for the rules; a name is absent when the dump cannot give it (never divided by 0)."""
+def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Snapshot | None = None) -> dict[str, Any]:
+    """Named numbers for the rules; a name is absent when the dump cannot give it (never divided by 0).
+
+    With the previous poll of the same server, the counters count what happened in between: the
+    preemptions of the interval, and the tokens per second over it."""
     s, out = snapshot, {}
     put(out, "preemptions", s.total(MEASURES["preemptions"]))
+    if previous is not None:
+        since = change(previous, s, "preemptions")
+        if since is not None:
+            out["preemptions_total"], out["preemptions"] = out.get("preemptions"), since
     usage = s.total(MEASURES["kv_cache_usage"])
     put(out, "kv_cache_usage_pct", None if usage is None else round(100 * usage, 1))
     put(out, "running", s.total(MEASURES["running"]))
@@ -64,7 +71,11 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None) -> dict[str, 
     # (idle time counts); two polls of follow give the rate over the interval instead.
     generated, since = s.total(MEASURES["generation_tokens"]), s.created(MEASURES["generation_tokens"])
     uptime = s.read_at.timestamp() - since if since and s.fetched else None
-    if generated is not None and uptime and uptime > 0:
+    interval = (s.read_at - previous.read_at).total_seconds() if previous is not None else None
+    if interval and interval > 0 and change(previous, s, "generation_tokens") is not None:
+        out["rate_window_s"] = round(interval, 1)
+        out["generation_tok_s"] = round(change(previous, s, "generation_tokens") / interval, 1)
+    elif generated is not None and uptime and uptime > 0:
         out["uptime_s"] = round(uptime)
         out["generation_tok_s"] = round(generated / uptime, 1)
     if log:
@@ -111,6 +122,12 @@ def deployment(per_replica: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         out["busiest_in_flight"], out["idlest_in_flight"] = max(flight)[0], min(flight)[0]
         out["in_flight"] = ", ".join(f"{source} {count:g}" for count, source in flight)
     return out
+
+
+def change(before: Snapshot, after: Snapshot, measure: str) -> float | None:
+    """How much a counter grew between two polls; None when either lacks it or it went back (a restart)."""
+    old, new = before.total(MEASURES[measure]), after.total(MEASURES[measure])
+    return None if old is None or new is None or new < old else new - old
 
 
 def latency(out: dict[str, Any], name: str, histogram: Histogram | None) -> None:
