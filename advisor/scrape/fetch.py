@@ -96,6 +96,8 @@ def _fetch(url: str, timeout: float, cap: int) -> Body:
         with opener.open(request, timeout=timeout) as response:
             data = response.read(cap + 1)
     except urllib.error.HTTPError as error:
+        if 300 <= error.code < 400:  # urllib itself refuses a redirect to file: and other schemes
+            raise MetricsError(name, "redirected to another scheme; not followed") from None
         raise MetricsError(name, f"HTTP {error.code} {error.reason}") from None
     except urllib.error.URLError as error:
         reason = error.reason

@@ -78,9 +78,10 @@ def join(report: Report | None, facts: list[Fact] | None, snapshots: list[Snapsh
     for item in last_findings:
         if any(s.rule == item.rule and s.outcome == "confirmed" for s in settled):
             why = next(s.why for s in settled if s.rule == item.rule)
+            # Confirmed, a full cache (R104) or one snapshot of pressure (H103) is preemption, as R103 is.
             item.evidence, item.message = "metrics", f"{item.message} Confirmed: {why}"
-            if item.severity != "info":  # a cache pinned full (R104) that preempted is preemption
-                item.failure = "preemption"
+            item.phase, item.failure = "runtime", "preemption"
+            item.severity = "warning" if item.severity == "info" else item.severity
     earlier = report.findings[len(matches):] if report is not None else []
 
     base = report if report is not None else Report(
