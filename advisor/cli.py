@@ -191,6 +191,13 @@ def explain(argv: list[str]) -> int:
         return _error("usage: vllm-advisor explain CODE")
     code = argv[0].upper()
     rule = next((r for r in load_rules() if r.code == code or r.name == argv[0]), None)
+    if rule is None and code.startswith("M"):  # a metric rule (rules/metrics/)
+        from .scrape.rules import load_metric_rules
+
+        metric = next((r for r in load_metric_rules() if r.code == code), None)
+        if metric is not None:
+            return _write_lines([f"{metric.code} {metric.name} ({metric.phase}, {metric.severity}, failure: "
+                                 f"{metric.failure})", f"reads: {', '.join(metric.reads)}", metric.explanation.strip()])
     if rule is None:
         return _error(f"no rule {argv[0]!r}; 'vllm-advisor rules' lists them")
     return _write_lines([f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})",

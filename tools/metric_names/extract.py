@@ -87,6 +87,8 @@ def build(per_release: dict[str, dict[str, str]]) -> dict:
             name = name.removesuffix("_total") if kind == "counter" else name
             entry = entries.setdefault(name, {"type": kind, "spans": []})
             spans = entry["spans"]
+            if spans and spans[-1][1] == version:  # spelt both with and without _total in one release
+                continue
             if spans and spans[-1][1] == ordered[index - 1]:
                 spans[-1][1] = version
             else:
