@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import shlex
 
-from advisor import command
 from conftest import analyze_fixture
+
+from advisor import command
 
 
 def test_rebuilt_from_non_default_args_with_one_change_in_place():

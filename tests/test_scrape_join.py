@@ -10,21 +10,19 @@ import threading
 import time
 
 import pytest
+from conftest import FIXTURES, ROOT
 
-from advisor import scan
-from advisor.packed_report import PendingReport
+from advisor import pipeline
 from advisor.scrape.fetch import MAX_BYTES, MetricsError, read
 from advisor.scrape.join import join
 from advisor.scrape.snapshot import parse
-from conftest import FIXTURES, ROOT
 
 LIVE = FIXTURES / "live"
 
 
 def joined(log, *dumps):
-    facts = scan.scan_file(str(log))
-    report = PendingReport(facts, log.name).report().as_report()
-    return join(report, facts, [parse(read(str(d))) for d in dumps], [])
+    pending = pipeline.pending(log, name=log.name)
+    return join(pending.report().as_report(), pending.facts, [parse(read(str(d))) for d in dumps], [])
 
 
 @pytest.mark.parametrize("release", ["v0.15.1", "v0.20.2", "v0.26.0", "v0.29.0"])

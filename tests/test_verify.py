@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import pytest
-
-from advisor import cli, live
 from conftest import analyze_fixture, fixture_path
+
+from advisor import cli
+from advisor.live import verify as live
 
 
 def test_the_corrected_command_becomes_api_server_arguments_on_our_own_port():

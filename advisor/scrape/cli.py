@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from ..report import Report
-from .fetch import MetricsError, read
-from .join import MetricsMissing, join
-from .snapshot import Snapshot, parse
+from advisor.report.contract import Report
+from advisor.scrape.fetch import MetricsError, read
+from advisor.scrape.join import MetricsMissing, join
+from advisor.scrape.snapshot import Snapshot, parse
 
 
 def read_all(sources: list[str]) -> tuple[list[Snapshot], list[MetricsMissing]]:

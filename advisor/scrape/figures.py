@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .names import MEASURES
-from .snapshot import Histogram, Snapshot
+from advisor.scrape.names import MEASURES
+from advisor.scrape.snapshot import Histogram, Snapshot
 
 # Finish reasons that are not a normal end (stop, length, repetition): the server or the client gave up.
 FAILED_REASONS = ("error", "abort")

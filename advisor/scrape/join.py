@@ -7,14 +7,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..facts import Fact
-from ..report import Finding, Report, Verdict, corrected_command, finding, verdict
-from ..rules import SEVERITY_ORDER, load_rules, match_run
-from ..timeline import split_runs
-from .figures import deployment, figures
-from .names import matching_releases
-from .rules import judge, load_metric_rules
-from .snapshot import Snapshot
+from advisor.parse.facts import Fact
+from advisor.report.build import corrected_command, finding, verdict
+from advisor.report.contract import Finding, Report, Verdict
+from advisor.rules.match import match_run
+from advisor.rules.schema import SEVERITY_ORDER, load_rules
+from advisor.scrape.figures import deployment, figures
+from advisor.scrape.names import matching_releases
+from advisor.scrape.rules import judge, load_metric_rules
+from advisor.scrape.snapshot import Snapshot
+from advisor.timeline import split_runs
 
 # The log's inferences that only the counter can settle: all three say "requests may be preempted".
 PREEMPTION_HYPOTHESES = ("R103", "R104", "H103")

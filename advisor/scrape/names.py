@@ -5,7 +5,7 @@ import json
 from functools import cache
 from importlib import resources
 
-from .snapshot import Snapshot
+from advisor.scrape.snapshot import Snapshot
 
 # What the rules read, and the family names vLLM gave it over the releases, newest first
 # (prometheus_client's family names: a counter's has no _total). Every name here is checked

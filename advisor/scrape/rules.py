@@ -9,10 +9,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..expressions import ExpressionError, compile_expression, evaluate
-from ..grammar import data_dir
-from ..report import Finding, RemediationOut
-from ..rules import Failure, Remediation, RuleSetError, flag_values, render
+from advisor.parse.grammar import data_dir
+from advisor.report.contract import Finding, RemediationOut
+from advisor.rules.expressions import ExpressionError, compile_expression, evaluate
+from advisor.rules.render import flag_values, render
+from advisor.rules.schema import Failure, Remediation, RuleSetError
 
 log = logging.getLogger(__name__)
 

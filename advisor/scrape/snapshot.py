@@ -8,7 +8,7 @@ from datetime import datetime
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from .fetch import Body, MetricsError
+from advisor.scrape.fetch import Body, MetricsError
 
 PREFIX = "vllm:"
 

@@ -1,7 +1,7 @@
 """The metrics section as plain lines for the human formats: the likely bottleneck on top, what was read below."""
 from __future__ import annotations
 
-from ..report import Report
+from advisor.report.contract import Report
 
 # The few figures an operator reads first, in order; the JSON has them all.
 SHOWN = (("preemptions", "preemptions", ""), ("finished", "finished", ""), ("kv_cache_usage_pct", "KV cache", "%"),

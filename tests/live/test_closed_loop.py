@@ -5,10 +5,12 @@ import shlex
 import time
 
 import pytest
-
-from advisor import live, live_server, sources
-from advisor.report import analyze
 from conftest import VLLM_PYTHON
+
+from advisor.ingest import sources
+from advisor.live import server as live_server
+from advisor.live import verify as live
+from advisor.report.build import analyze
 
 pytestmark = pytest.mark.live
 

