@@ -7,11 +7,11 @@ import json
 import subprocess
 import sys
 import threading
-import time
 
-from advisor.scrape.poll import Comparison, interval_seconds
 from conftest import FIXTURES, ROOT, wait_for
 from test_scrape_rules import edited, snapshot_of
+
+from advisor.scrape.poll import Comparison, interval_seconds
 
 DUMP = "live/v0.29.0/preemption.metrics.txt"  # 14 preemptions, as captured
 
@@ -52,8 +52,9 @@ def test_follow_polls_a_server_while_it_follows_the_log(tmp_path):
     url = f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
     out = tmp_path / "findings.ndjson"
     with open(out, "w") as sink:
-        follow = subprocess.Popen([sys.executable, "-m", "advisor", "follow", "--format", "ndjson", "--metrics-url", url,
-                                   "--interval", "0.5s", str(FIXTURES / "live" / "v0.29.0" / "preemption.log")],
+        follow = subprocess.Popen([sys.executable, "-m", "advisor", "follow", "--format", "ndjson",
+                                   "--metrics-url", url, "--interval", "0.5s",
+                                   str(FIXTURES / "live" / "v0.29.0" / "preemption.log")],
                                   stdout=sink, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         try:
             def events() -> list[tuple[str, str]]:

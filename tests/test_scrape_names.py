@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import FIXTURES
 
 from advisor.scrape.fetch import read
 from advisor.scrape.names import MEASURES, matching_releases, release_names, table
 from advisor.scrape.snapshot import parse
-from conftest import FIXTURES
 
 RELEASES = table()["releases"]
 # Where each measure the rules read first appears; from there on every release must name it

@@ -6,16 +6,15 @@ import json
 import re
 import tomllib
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 
 from advisor.scrape.fetch import Body, read
 from advisor.scrape.join import join
 from advisor.scrape.poll import Comparison
 from advisor.scrape.rules import load_metric_rules
 from advisor.scrape.snapshot import parse
-from conftest import FIXTURES
 
 CASES = tomllib.loads((FIXTURES / "metrics" / "cases.toml").read_text())["cases"]
 DUMPS = sorted((FIXTURES / "live").rglob("*.metrics.txt"))

@@ -147,7 +147,7 @@ def _settle(matches, readings: list[Reading], log_values: dict[str, Any]):
 
 def _metric_findings(readings: list[Reading]) -> list[Finding]:
     several = len(readings) > 1
-    found = [(rule, f) for r in readings for rule, f in judge(r.figures, "replica", r.snapshot.source if several else None)]
+    found = [pair for r in readings for pair in judge(r.figures, "replica", r.snapshot.source if several else None)]
     if several:
         context = deployment([(r.snapshot.source, r.figures) for r in readings])
         found += judge(context, "deployment")

@@ -92,7 +92,8 @@ def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_p
     assert counter == 0
     assert max(s.get("kv_cache_usage_pct", 0) for s in stats) >= 75, stats  # the cache did fill
     for report, code in (during, (joined, joined_code), (alone, alone_code)):
-        assert code == 0 and (report["verdict"]["phase"], report["verdict"]["failure"]) == ("healthy", "none"), report["verdict"]
+        verdict = report["verdict"]
+        assert code == 0 and (verdict["phase"], verdict["failure"]) == ("healthy", "none"), verdict
         assert not [f for f in report["findings"] if f["severity"] != "info"], report["findings"]
     # A snapshot of pressure the log showed, if any, is withdrawn by the counter, never left standing.
     assert all(s["outcome"] == "withdrawn" for s in joined["metrics"]["log_findings"])

@@ -7,6 +7,7 @@ from advisor.scrape import summary
 
 # Characters that would start markup inside a sentence or end a table cell.
 EVIDENCE = {"logged": "", "inferred": "*(inferred)* ", "metrics": "*(from /metrics)* "}
+OTHER_EVIDENCE = {"logged": "", "inferred": " (inferred)", "metrics": " (from /metrics)"}
 MARKUP = str.maketrans({c: "\\" + c for c in "\\`*<>|["})
 
 
@@ -45,8 +46,7 @@ def section(report: Report) -> str:
     if others:
         out += ["**Other findings:**", ""]
         out += [f"- {f.severity} {'metrics' if f.line is None else f'line {f.line}'}: {f.rule} {f.name}"
-                f"{' (inferred)' if f.evidence == 'inferred' else ' (from /metrics)' if f.evidence == 'metrics' else ''}: "
-                f"{escape(f.message)}" for f in others]
+                f"{OTHER_EVIDENCE[f.evidence]}: {escape(f.message)}" for f in others]
         out.append("")
     if summary.tail(report):
         out += [f"- {escape(line)}" for line in summary.tail(report)] + [""]
