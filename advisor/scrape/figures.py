@@ -78,6 +78,9 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Sna
     elif generated is not None and uptime and uptime > 0:
         out["uptime_s"] = round(uptime)
         out["generation_tok_s"] = round(generated / uptime, 1)
+    elif log and log.get("log_generation_tok_s") is not None:  # the stats lines' own figure, while busy
+        out["generation_tok_s"] = log["log_generation_tok_s"]
+        out["rate_window_s"] = 10 * log["log_busy_stats_lines"]  # vLLM logs stats every 10 s
     if log:
         for name in ("max_num_seqs", "peak_running_reqs"):
             put(out, name, log.get(name))

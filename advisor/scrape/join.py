@@ -99,9 +99,16 @@ def join(report: Report | None, facts: list[Fact] | None, snapshots: list[Snapsh
 
 
 def _log_values(report: Report, last) -> dict[str, Any]:
+    """The log's numbers the metric rules also read: its facts, the peak of running requests, and the
+    generation throughput its stats lines show while requests run."""
     values: dict[str, Any] = dict(report.facts)
     if last is not None and last.peak_running_reqs is not None:
         values["peak_running_reqs"] = last.peak_running_reqs
+    busy = [e.values["generation_throughput"] for e in report.events if e.kind == "stats"
+            and e.values.get("running_reqs") and "generation_throughput" in e.values]
+    if busy:
+        values["log_generation_tok_s"] = round(sum(busy) / len(busy), 1)
+        values["log_busy_stats_lines"] = len(busy)
     return values
 
 
