@@ -167,3 +167,20 @@ def test_replicas_repeat_the_option_and_text_shows_the_bottleneck():
     assert done.returncode == 0, done.stderr
     assert "Likely bottleneck (from /metrics): load spread unevenly over the replicas (M110" in done.stdout
     assert done.stdout.count("Metrics read:") == 2
+
+
+def test_every_format_writes_a_joined_report():
+    import jsonschema
+    from test_sarif import SCHEMA
+
+    from advisor.report.formats import FORMATS, render
+
+    report = joined(LIVE / "v0.29.0" / "preemption.log", LIVE / "v0.29.0" / "preemption.metrics.txt")
+    texts = {name: render(name, [report]) for name in FORMATS}
+    sarif = json.loads(texts["sarif"])
+    jsonschema.Draft4Validator(SCHEMA).validate(sarif)
+    m101 = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "M101")
+    assert m101["properties"]["evidence"] == "metrics" and "region" not in m101["locations"][0]["physicalLocation"]
+    assert "(from /metrics)" in texts["text"] and "Likely bottleneck (from /metrics)" in texts["markdown"]
+    assert json.loads(texts["json"])["metrics"]["log_findings"][0]["outcome"] == "confirmed"
+    assert any(json.loads(line).get("evidence") == "metrics" for line in texts["ndjson"].splitlines())

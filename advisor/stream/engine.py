@@ -53,7 +53,8 @@ class StreamFinding:
     def summary(self) -> str:
         f = self.finding
         word = {"finding": "", "retraction": "RETRACTED ", "recovery": "RECOVERED "}[self.event]
-        return f"{word}{f.severity.upper()} {f.rule} {f.name} [{self.source} run {self.run} line {f.line}] {f.message}"
+        where = "metrics" if f.line is None else f"line {f.line}"  # a finding of a server's /metrics has no line
+        return f"{word}{f.severity.upper()} {f.rule} {f.name} [{self.source} run {self.run} {where}] {f.message}"
 
 
 class StreamEngine:
