@@ -12,7 +12,7 @@ from advisor.report.build import corrected_command, finding, verdict
 from advisor.report.contract import Finding, Report, Verdict
 from advisor.rules.match import match_run
 from advisor.rules.schema import SEVERITY_ORDER, load_rules
-from advisor.scrape.figures import deployment, figures
+from advisor.scrape.figures import cache_config, deployment, figures
 from advisor.scrape.names import matching_releases
 from advisor.scrape.rules import judge, load_metric_rules
 from advisor.scrape.snapshot import Snapshot
@@ -116,7 +116,7 @@ def _same_run(snapshot: Snapshot, log_values: dict[str, Any]) -> bool:
     """Whether the dump can be of the log's server: the KV cache size both state must agree."""
     if not log_values:
         return False
-    mine = figures(snapshot).get("kv_cache_tokens")
+    mine = cache_config(snapshot).get("kv_cache_tokens")
     theirs = log_values.get("kv_cache_tokens")
     return mine is None or theirs is None or int(mine) == int(theirs)
 
