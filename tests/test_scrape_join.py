@@ -152,6 +152,15 @@ def test_bad_file_or_scheme(source, says):
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    import os
+
+    fifo = tmp_path / "metrics.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(MetricsError, match="not a regular file"):
+        read(str(fifo))
+
+
 def test_not_a_vllm_metrics_dump(tmp_path):
     other = tmp_path / "node.txt"
     other.write_text("# TYPE node_load1 gauge\nnode_load1 0.5\n")

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import base64
+import os
 import stat
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 TIMEOUT_SECONDS = 10.0
 # One engine's /metrics is about 60 KB (fixtures/live); a thousand times that is no vLLM dump.
@@ -56,8 +56,9 @@ def shown(url: str) -> str:
 
 def _read_file(path: str, cap: int) -> Body:
     try:
-        with open(path, "rb") as handle:
-            if not stat.S_ISREG(Path(path).stat().st_mode):
+        # Non-blocking: a FIFO or a device named by mistake is refused, not waited on.
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise MetricsError(path, "not a regular file")
             data = handle.read(cap + 1)
     except FileNotFoundError:
