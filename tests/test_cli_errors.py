@@ -67,8 +67,9 @@ def test_missing_file():
     assert_one_line_error(run("/nonexistent/vllm.log"), EXIT_USAGE, "/nonexistent/vllm.log: no such file")
 
 
-def test_directory_given_as_a_file(tmp_path):
-    assert_one_line_error(run(str(tmp_path)), EXIT_USAGE, "is a directory")
+def test_empty_directory(tmp_path):
+    # A folder is an archive of logs (tests/test_archives.py); an empty one has none.
+    assert_one_line_error(run(str(tmp_path)), EXIT_USAGE, "no files in it")
 
 
 def test_truncated_gzip(tmp_path):
@@ -80,6 +81,11 @@ def test_truncated_gzip(tmp_path):
 
 def test_unknown_option_is_one_line():
     assert_one_line_error(run("--format", "yaml", "x.log"), EXIT_USAGE, "invalid choice")
+
+
+@pytest.mark.parametrize("subcommand", ["follow", "schema", "explain", "rules"])
+def test_every_subcommands_usage_error_is_one_line(subcommand):
+    assert_one_line_error(run(subcommand, "--bogus", "x"), EXIT_USAGE, "")
 
 
 def test_unsplittable_cmd_is_one_line():

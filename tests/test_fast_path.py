@@ -76,7 +76,7 @@ def test_generated_log_same_report_with_every_engine(generated_log):
 def test_every_regex_anchor_has_literals():
     regex_anchors = {t.name for t in message_parser().terminals
                      if t.name.startswith("A_") and t.pattern.type == "re"}
-    assert regex_anchors == set(grammar.REGEX_ANCHOR_LITERALS)
+    assert regex_anchors == set(grammar.terminal_notes("literals"))
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,10 @@ def test_every_stage_is_one_subpackage_deep():
     assert not deeper, deeper
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == {
         "ingest", "parse", "rules", "report", "fast", "stream", "live", "scrape"}
+
+
+def test_json_and_markdown_reports_do_not_import_rich():
+    # rich takes longer to import than a small log's JSON report takes to write.
+    code = ("import sys; from advisor.report.formats import render; from advisor import analyze; "
+            "render('markdown', [analyze(b'')]); render('json', [analyze(b'')]); assert 'rich' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,54 +1,33 @@
 """Each rule fires on a real log that shows its problem and stays quiet on a near miss."""
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
-from conftest import FIXTURES, analyze_fixture
+from conftest import FIXTURES, ROOT, analyze_fixture
 
 from advisor.fast import scan
 from advisor.rules.expressions import evaluate
 from advisor.rules.match import Match, context_for, match_run, without_superseded
+from advisor.rules.remedies import DERIVED_NAMES
 from advisor.rules.schema import RuleSetError, load_rules
 from advisor.timeline import split_runs
 
 # rule code: (a fixture it must fire on, a near-miss fixture it must not fire on)
-CASES = {
-    "S101": ("088-", "044-"),  # KV shortfall / the same GPU at 20k tokens starts fine
-    "S102": ("015-", "001-"),
-    "S103": ("020-", "062-"),
-    "S104": ("026-", "065-"),  # weights OOM / an OOM during graph capture
-    "S105": ("065-", "026-"),
-    "S106": ("067-", "046-"),  # capture at utilization 0.98 / at 0.7
-    "S201": ("068-", "062-"),
-    "S202": ("072-", "062-"),
-    "S203": ("075-", "079-"),
-    "S204": ("079-", "075-"),
-    "S205": ("085-", "086-"),  # unsupported / supported but inspection crashed
-    "S206": ("081-", "062-"),
-    "S207": ("083-", "062-"),
-    "S208": ("086-", "085-"),
-    "S299": ("013-", "088-"),  # unexplained / explained by S101, so the fallback stays quiet
-    "R101": ("033-", "032-"),  # OOM while serving / OOM at startup
-    "R102": ("038-", "091-"),  # logged / only inferable
-    "R103": ("091-", "089-"),
-    "R104": ("043-", "091-"),  # saturated / saturated but preempting (R103 wins)
-    "R105": ("042-", "038-"),
-    "R106": ("074-", "089-"),
-    "R107": ("089-", "091-"),  # engine died / EngineDeadError only as SIGTERM shutdown noise
-    "R108": ("request-too-long", "healthy"),  # live: an HTTP 400 / a healthy server
-    "R109": ("089-first-188", "096-"),  # a worker's error ends the excerpt / SIGTERM shutdown noise
-    "H101": ("044-", "062-"),
-    "H102": ("067-", "058-"),
-    "H103": ("090-", "healthy"),  # one stats line of pressure / a healthy server under light load
-}
 
 
-@pytest.mark.parametrize("code", sorted(CASES))
-def test_rule_fires_on_its_log_only(code):
-    fires, near_miss = CASES[code]
-    assert code in {f.rule for f in analyze_fixture(fires).findings}
-    assert code not in {f.rule for f in analyze_fixture(near_miss).findings}
+CASES = [(rule.code, case) for rule in load_rules() for case in rule.cases]
+
+
+@pytest.mark.parametrize("code,case", CASES, ids=[f"{code}-{case.log.rstrip('-')}" for code, case in CASES])
+def test_rule_fires_on_its_logs_only(code, case):
+    assert (code in {f.rule for f in analyze_fixture(case.log).findings}) == case.fires, case.note
+
+
+@pytest.mark.parametrize("rule", load_rules(), ids=lambda rule: rule.code)
+def test_every_rule_has_a_log_it_fires_on_and_a_near_miss(rule):
+    assert {case.fires for case in rule.cases} == {True, False}
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.log")), ids=lambda p: p.name[:40])
@@ -72,11 +51,6 @@ def test_matching_finds_what_judging_every_event_whole_finds(path):
         for got, want in zip(found, expected):  # equal, and of the same types: 1 and 1.0 print apart
             assert got.context == want.context
             assert {k: type(v) for k, v in got.context.items()} == {k: type(v) for k, v in want.context.items()}
-
-
-def test_every_rule_has_cases():
-    missing = {r.code for r in load_rules()} - set(CASES)
-    assert not missing
 
 
 def test_remediations_never_exceed_the_utilization_ceiling():
@@ -113,7 +87,9 @@ def test_weights_oom_is_not_answered_with_a_utilization_change():
 
 
 def test_auto_fit_is_offered_only_where_the_version_has_it():
-    titles = lambda case: [r.title for r in analyze_fixture(case).findings[0].remediations]
+    def titles(case: str) -> list[str]:
+        return [r.title for r in analyze_fixture(case).findings[0].remediations]
+
     assert any("auto" in t for t in titles("088-"))  # vLLM 0.32.0
     assert not any("auto" in t for t in titles("007-"))  # version not in the log
 
@@ -166,3 +142,16 @@ def test_readme_rule_table_is_the_rule_files():
     rows = ["| code | name | phase | severity | failure | evidence |", "| --- | --- | --- | --- | --- | --- |"]
     rows += [f"| {r.code} | {r.name} | {r.phase} | {r.severity} | `{r.failure}` | {r.evidence} |" for r in load_rules()]
     assert "\n".join(rows) + "\n" in (FIXTURES.parent / "README.md").read_text()
+
+
+def test_derived_names_are_what_arithmetic_derives():
+    source = (ROOT / "advisor" / "rules" / "remedies.py").read_text()
+    assert set(re.findall(r'out\["([a-z_0-9]+)"\]', source)) == DERIVED_NAMES
+
+
+def test_a_firing_condition_that_reads_a_derived_name_is_rejected_at_load(tmp_path):
+    text = (ROOT / "rules" / "S101-kv-cache-insufficient.toml").read_text()
+    (tmp_path / "S101-kv-cache-insufficient.toml").write_text(
+        re.sub(r'(?m)^(event = .*)$', r'\1\nwhen = "suggested_max_model_len > 0"', text, count=1))
+    with pytest.raises(RuleSetError, match="suggested_max_model_len, which are derived only once the rule fires"):
+        load_rules(tmp_path)

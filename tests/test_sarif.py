@@ -65,8 +65,10 @@ def test_results_carry_rule_level_line_and_the_fix():
     assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in results] == [1, 3]
     top = results[0]["message"]["text"]
     assert report.findings[0].remediations[0].title in top
-    assert f"Corrected command: {report.command.corrected}" in top
-    assert "Corrected command" not in results[1]["message"]["text"]
+    # 067 shows no launch command: the change alone, never a "corrected command" of a fragment.
+    assert report.command.corrected is None
+    assert f"Change to the launch command: {report.command.change_args}" in top
+    assert "Change to the launch command" not in results[1]["message"]["text"]
 
 
 def test_healthy_log_has_no_results():

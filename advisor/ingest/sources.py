@@ -50,9 +50,10 @@ def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
 def line_segments(number: int, raw: bytes) -> Iterator[Line]:
     """The cleaned text of one physical line (without its LF), in as many segments as it has breaks."""
     text = raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
-    text = journal_message(text) if "MESSAGE" in text else text
-    if text is None:
+    unwrapped = journal_message(text) if "MESSAGE" in text else text
+    if unwrapped is None:
         return
+    text = unwrapped
     for segment in BREAKS.split(text) if ("\r" in text or "\n" in text) else (text,):
         yield Line(number, clean(segment))
 
@@ -88,6 +89,16 @@ def read_chunks(path: str) -> Iterator[bytes]:
     finally:
         if path != "-":
             stream.close()
+
+
+def log_files(path: str) -> list[str]:
+    """The logs a path names: a folder's files, all of them down its tree but hidden ones, in name
+    order (an archive of rotated and compressed logs); any other path as it is."""
+    folder = Path(path)
+    if path == "-" or not folder.is_dir():
+        return [path]
+    return [str(file) for file in sorted(folder.rglob("*"))
+            if file.is_file() and not any(part.startswith(".") for part in file.relative_to(folder).parts)]
 
 
 def display_name(path: str) -> str:

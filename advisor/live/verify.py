@@ -35,7 +35,7 @@ class Round:
     outcome: str  # fixed | still failing | could not run
     verdict: dict = field(default_factory=dict)
     startup_seconds: float | None = None
-    kv_cache_tokens: int | None = None
+    kv_cache_tokens: int | float | None = None
     completion_status: int | None = None
     first_token_s: float | None = None
     tokens_per_s: float | None = None

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from advisor.report.contract import Report
-from advisor.report.formats.text import KEY_FACTS, top_finding
-from advisor.scrape import summary
+from advisor.report.formats.summary import KEY_FACTS, command_title, top_finding
+from advisor.scrape import display as metrics_display
 
 # Characters that would start markup inside a sentence or end a table cell.
 EVIDENCE = {"logged": "", "inferred": "*(inferred)* ", "metrics": "*(from /metrics)* "}
@@ -22,7 +22,7 @@ def render(reports: list[Report]) -> str:
 def section(report: Report) -> str:
     version = f" (vLLM {report.vllm_version})" if report.vllm_version else ""
     out = [f"### vllm-advisor: `{report.source}`{version}", "", verdict_line(report), ""]
-    out += [f"**{escape(line)}**\n" for line in summary.head(report)]
+    out += [f"**{escape(line)}**\n" for line in metrics_display.head(report)]
     top = top_finding(report)
     if top is not None:
         out += [EVIDENCE[top.evidence] + escape(top.message), ""]
@@ -40,16 +40,16 @@ def section(report: Report) -> str:
             if remediation.tradeoff:
                 out.append(f"   - trade-off: {escape(remediation.tradeoff)}")
         out.append("")
-    if report.command.corrected:
-        out += ["**Corrected command** (the first change only):", "", "```sh", report.command.corrected, "```", ""]
+    if shown := report.command.corrected or report.command.change_args:
+        out += [f"**{command_title(report)}** (the first change only):", "", "```sh", shown, "```", ""]
     others = [f for f in report.findings if f is not top]
     if others:
         out += ["**Other findings:**", ""]
         out += [f"- {f.severity} {'metrics' if f.line is None else f'line {f.line}'}: {f.rule} {f.name}"
                 f"{OTHER_EVIDENCE[f.evidence]}: {escape(f.message)}" for f in others]
         out.append("")
-    if summary.tail(report):
-        out += [f"- {escape(line)}" for line in summary.tail(report)] + [""]
+    if metrics_display.tail(report):
+        out += [f"- {escape(line)}" for line in metrics_display.tail(report)] + [""]
     return "\n".join(out)
 
 

@@ -13,16 +13,10 @@ from rich.table import Table
 from advisor.command import shows_as_is
 from advisor.report.contract import Finding, Report
 from advisor.report.formats import sparklines
-from advisor.scrape import summary
+from advisor.report.formats.summary import EVIDENCE, KEY_FACTS, command_title, top_finding
+from advisor.scrape import display as metrics_display
 
-# The public fact names, in the order an operator reads them.
-KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_model_len", "max_tokens_in_kv_cache",
-             "kv_cache_tokens", "max_concurrency", "gpu_blocks", "cpu_blocks", "gpu_memory_utilization",
-             "total_gpu_gib", "free_gpu_gib", "requested_gib", "weights_gib", "tensor_parallel_size",
-             "num_attention_heads", "derived_max_model_len", "tried_to_allocate_gib", "preemptions")
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
-# How a finding knows, as the text says it: a logged one needs no word.
-EVIDENCE = {"logged": "", "inferred": "(inferred) ", "metrics": "(from /metrics) "}
 
 
 def console(buffer: io.StringIO) -> Console:
@@ -53,7 +47,7 @@ def write(out: Console, report: Report) -> None:
     else:
         where = f", line {verdict.line}" if verdict.line else ""
         out.print(f"[bold red]{verdict.phase.upper()} FAILURE: {verdict.failure}[/] ({verdict.rule}{where})")
-    for line in summary.head(report):
+    for line in metrics_display.head(report):
         out.print(f"[bold]{escape(line)}[/]")
     findings = report.findings
     top = top_finding(report)
@@ -70,10 +64,10 @@ def write(out: Console, report: Report) -> None:
         out.print(escape(line), highlight=False)
     if top is not None and top.remediations:
         write_remediations(out, top)
-    if report.command.corrected:
-        out.print("[bold]Corrected command[/] (the first change only):")
-        if shows_as_is(report.command.corrected):
-            out.print("  " + escape(report.command.corrected), soft_wrap=True)
+    if shown := report.command.corrected or report.command.change_args:
+        out.print(f"[bold]{command_title(report)}[/] (the first change only):")
+        if shows_as_is(shown):
+            out.print("  " + escape(shown), soft_wrap=True)
         else:
             # A terminal would hide or reorder such characters: what is seen is not what is pasted.
             out.print("  not shown: it holds control or invisible characters; see --format json")
@@ -82,14 +76,8 @@ def write(out: Console, report: Report) -> None:
             where = "metrics" if finding.line is None else f"line {finding.line}"
             out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] {where}: "
                       f"{finding.rule} {finding.name}: {EVIDENCE[finding.evidence]}{escape(finding.message)}")
-    for line in summary.tail(report):
+    for line in metrics_display.tail(report):
         out.print(escape(line))
-
-
-def top_finding(report: Report) -> Finding | None:
-    """The finding the verdict rests on; else the first one (advice on a healthy log)."""
-    findings = report.findings
-    return next((f for f in findings if f.rule == report.verdict.rule), findings[0] if findings else None)
 
 
 def write_remediations(out: Console, finding: Finding) -> None:
