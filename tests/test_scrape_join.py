@@ -193,3 +193,14 @@ def test_every_format_writes_a_joined_report():
     assert "(from /metrics)" in texts["text"] and "Likely bottleneck (from /metrics)" in texts["markdown"]
     assert json.loads(texts["json"])["metrics"]["log_findings"][0]["outcome"] == "confirmed"
     assert any(json.loads(line).get("evidence") == "metrics" for line in texts["ndjson"].splitlines())
+
+
+def test_joined_report_keeps_the_shipped_report_schema():
+    import jsonschema
+
+    schema = json.loads((ROOT / "advisor" / "report" / "schemas" / "report.json").read_text())
+    for log, dump in ((LIVE / "v0.29.0" / "preemption.log", LIVE / "v0.29.0" / "preemption.metrics.txt"),
+                      (LIVE / "preemption-snapshot.log", LIVE / "healthy-cache-full.metrics.txt")):
+        jsonschema.Draft202012Validator(schema).validate(json.loads(joined(log, dump).to_json()))
+    alone = join(None, None, [parse(read(str(LIVE / "v0.26.0" / "preemption.metrics.txt")))], [])
+    jsonschema.Draft202012Validator(schema).validate(json.loads(alone.to_json()))

@@ -82,7 +82,7 @@ def test_the_preemption_flag_comes_from_the_servers_own_numbers():
     # 5,760 KV tokens (cache_config_info) / (137 prompt + 3,000 output tokens per mean request) = 1.
     assert top.remediations[0].flags == {"--max-num-seqs": "1"}
     assert "5,760 KV tokens / 3,137 tokens per mean request = 1" in top.remediations[0].why
-    assert report.command.corrected == "--max-num-seqs 1"
+    assert (report.command.corrected, report.command.change_args) == (None, "--max-num-seqs 1")
     assert report.metrics.bottleneck.startswith("KV cache capacity")
 
 
