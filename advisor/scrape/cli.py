@@ -26,9 +26,11 @@ def reports(files: list[str], sources: list[str], user_command: str | None,
             analyze_one: Callable) -> list[Report] | None:
     """The joined reports; None when metrics alone were asked for and none could be read (exit 2)."""
     snapshots, missing = read_all(sources)
+    if not files and not snapshots:
+        return None
+    out: list[Report] = []
     if not files:
-        return [join(None, None, snapshots, missing, user_command)] if snapshots else None
-    out = []
+        out.append(join(None, None, snapshots, missing, user_command))
     for path in files:
         pending = analyze_one(path, user_command)
         out.append(join(pending.report().as_report(), pending.facts, snapshots, missing, user_command))

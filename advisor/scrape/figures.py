@@ -16,7 +16,7 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Sna
 
     With the previous poll of the same server, the counters count what happened in between: the
     preemptions of the interval, and the tokens per second over it."""
-    s, out = snapshot, {}
+    s, out = snapshot, dict[str, Any]()
     put(out, "preemptions", s.total(MEASURES["preemptions"]))
     if previous is not None:
         since = change(previous, s, "preemptions")
@@ -71,10 +71,11 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Sna
     # (idle time counts); two polls of follow give the rate over the interval instead.
     generated, since = s.total(MEASURES["generation_tokens"]), s.created(MEASURES["generation_tokens"])
     uptime = s.read_at.timestamp() - since if since and s.fetched else None
-    interval = (s.read_at - previous.read_at).total_seconds() if previous is not None else None
-    if interval and interval > 0 and change(previous, s, "generation_tokens") is not None:
+    interval = (s.read_at - previous.read_at).total_seconds() if previous is not None else 0.0
+    grown = change(previous, s, "generation_tokens") if previous is not None else None
+    if interval > 0 and grown is not None:
         out["rate_window_s"] = round(interval, 1)
-        out["generation_tok_s"] = round(change(previous, s, "generation_tokens") / interval, 1)
+        out["generation_tok_s"] = round(grown / interval, 1)
     elif generated is not None and uptime and uptime > 0:
         out["uptime_s"] = round(uptime)
         out["generation_tok_s"] = round(generated / uptime, 1)

@@ -26,7 +26,7 @@ class MetricRule(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
     phase: Literal["runtime", "healthy"]
     severity: Literal["error", "warning", "info"]
-    failure: Failure
+    failure: Failure  # type: ignore[valid-type]
     scope: Literal["replica", "deployment"] = "replica"  # one replica's figures, or all of them at once
     bottleneck: str  # what the summary calls it when this rule is the top finding
     reads: list[str]  # the metrics it reads, for `explain` and the README
@@ -77,7 +77,7 @@ def judge(context: dict[str, Any], scope: str, source: str | None = None) -> lis
 
 
 def finding(rule: MetricRule, context: dict[str, Any], source: str | None) -> Finding:
-    remediations = []
+    remediations: list[RemediationOut] = []
     for remediation in rule.remediations:
         flags = flag_values(remediation, context)
         if flags is not None:

@@ -70,7 +70,8 @@ def marks(buckets: list[list[EventOut]], findings: list[Finding]) -> str:
     """A mark under the first column at or after each finding's line; after the last one if later."""
     row = [" "] * (len(buckets) + 1)
     for finding in findings:
-        column = next((i for i, bucket in enumerate(buckets) if bucket[-1].line >= finding.line), len(buckets))
+        line = finding.line or 0  # the marked findings are the log's, which have a line
+        column = next((i for i, bucket in enumerate(buckets) if bucket[-1].line >= line), len(buckets))
         row[column] = MARK
     return "".join(row).rstrip()
 
