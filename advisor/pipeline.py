@@ -75,6 +75,6 @@ def display_name(log: Log) -> str:
 
 
 def _line_chunks(lines: Iterable[str]) -> Iterator[bytes]:
-    # Lines with or without their newline (a text file object keeps it, str.splitlines() drops it).
+    # Lines with or without their newline (a text file object keeps it, str.split("\n") drops it).
     for line in lines:
-        yield line.encode("utf-8", "surrogateescape") + (b"" if line.endswith(("\n", "\r")) else b"\n")
+        yield line.encode("utf-8", "surrogateescape") + (b"" if line.endswith("\n") else b"\n")

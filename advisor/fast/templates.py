@@ -18,7 +18,7 @@ DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
 DIGIT_BYTES_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 # Terminals that tell one digit from another (a literal digit, a class like [45]), each with a regex
 # that finds every line where it could match (its `digit-sensitive` note in the grammar). Those lines
-# bypass the cache. tests/test_fast_path.py recomputes the set from the grammars and fails if it changes.
+# bypass the cache. tests/oracles/test_fast_path.py recomputes the set from the grammars and fails if it changes.
 DIGIT_SENSITIVE = terminal_notes("digit-sensitive")
 # Digit-uniform itself, so two lines with one key either both match it or neither does.
 BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.ingest.unwrap import clean, journal_message
+from advisor.ingest.unwrap import CUT_FROM_INSIDE, RAY_NOTE, clean, journal_message
 
 # A line longer than this is cut: a 200 MB "line" is binary junk, not a message.
 MAX_LINE = 64 * 1024
@@ -59,9 +59,9 @@ def line_segments(number: int, raw: bytes) -> Iterator[Line]:
 
 
 # What makes line_segments do more to a line than decode it and strip wrappers from its start: a CR
-# or LF splits it, MESSAGE may mean a journald record, ESC, "^[[" and NUL are cleaned out of its middle
-# and Ray's note off its end. None holds a digit, so lines that differ only in digits agree on them.
-RESHAPING = (b"\r", b"\n", b"MESSAGE", b"\x1b", b"^[[", b"\x00", b"across cluster]")
+# or LF splits it, MESSAGE may mean a journald record, what unwrap cuts from inside a line or off its
+# end. None holds a digit, so lines that differ only in digits agree on them.
+RESHAPING = tuple(mark.encode() for mark in ("\r", "\n", "MESSAGE", *CUT_FROM_INSIDE, RAY_NOTE))
 
 
 def stripped_prefix(raw: bytes) -> int | None:
@@ -70,7 +70,7 @@ def stripped_prefix(raw: bytes) -> int | None:
 
     The answer holds for every line with the same bytes but for digits: it is ASCII as well, has
     the same length and RESHAPING bytes, and the wrapper regexes treat all digits alike
-    (tests/test_fast_path.py), so they match prefixes of the same length.
+    (tests/oracles/test_fast_path.py), so they match prefixes of the same length.
     """
     if len(raw) > MAX_LINE or not raw.isascii() or any(mark in raw for mark in RESHAPING):
         return None

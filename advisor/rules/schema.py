@@ -50,7 +50,7 @@ class Remediation(BaseModel):
 
 
 class Case(BaseModel):
-    """A real log the rule must fire on, or a near miss it must stay quiet on (run by tests/test_rules.py)."""
+    """A real log the rule must fire on, or a near miss it must stay quiet on (run by tests/unit/test_rules.py)."""
 
     model_config = ConfigDict(extra="forbid")
     log: str  # a fixture: its file name, or the start of it ("088-")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from conftest import FIXTURES, ROOT, fixture_path
-from contract import analyze_bytes, check_report
+from helpers.contract import analyze_bytes, check_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

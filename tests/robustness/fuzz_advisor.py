@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the whole pipeline with atheris: `python tests/fuzz_advisor.py [-max_total_time=600]`."""
+"""Coverage-guided fuzzing of the whole pipeline with atheris: `python tests/robustness/fuzz_advisor.py [-max_total_time=600]`."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +6,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from contract import analyze_bytes, check_report
+    from helpers.contract import analyze_bytes, check_report
 
     from advisor.command import CommandError
 

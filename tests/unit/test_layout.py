@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "advisor"
+PACKAGE = Path(__file__).resolve().parents[2] / "advisor"
 # Who may use the accelerators: the pipeline (the one place stages are composed) and streaming,
 # which shares the fast path's candidate search; and the fast path itself.
 FAST_DOOR = ("advisor.pipeline", "advisor.stream.")

@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 from conftest import FIXTURES
-from contract import check_command
+from helpers.contract import check_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from write_schemas import schema_texts  # noqa: E402
 
 SCHEMAS = ROOT / "advisor" / "report" / "schemas"
-GOLDEN_REPORTS = sorted((ROOT / "tests" / "test_corpus").glob("*.json"))
+GOLDEN_REPORTS = sorted((ROOT / "tests" / "snapshots" / "test_corpus").glob("*.json"))
 
 
 def validator(name: str) -> jsonschema.Draft202012Validator:

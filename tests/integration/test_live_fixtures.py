@@ -15,7 +15,7 @@ LIVE = FIXTURES / "live"
 CAPTURES = sorted(str(p.relative_to(LIVE).with_suffix("")) for p in LIVE.glob("**/*.json"))
 RELEASES = sorted(p.name for p in LIVE.iterdir() if p.is_dir())
 # Captures the advisor misclassified at first sight (the same logs are corpus cases in
-# tests/test_corpus.py KNOWN_WRONG). Strict: a fix that classifies one right must drop it here.
+# tests/snapshots/test_corpus.py KNOWN_WRONG). Strict: a fix that classifies one right must drop it here.
 KNOWN_WRONG: dict[str, str] = {}
 
 

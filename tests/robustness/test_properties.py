@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 from conftest import CORPUS
-from contract import analyze_bytes, check_report
+from helpers.contract import analyze_bytes, check_report
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import fixture_path, require_tool
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def git(cwd: Path, *args: str) -> str:

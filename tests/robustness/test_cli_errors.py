@@ -68,7 +68,7 @@ def test_missing_file():
 
 
 def test_empty_directory(tmp_path):
-    # A folder is an archive of logs (tests/test_archives.py); an empty one has none.
+    # A folder is an archive of logs (tests/integration/test_archives.py); an empty one has none.
     assert_one_line_error(run(str(tmp_path)), EXIT_USAGE, "no files in it")
 
 
