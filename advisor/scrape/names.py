@@ -9,7 +9,7 @@ from advisor.scrape.snapshot import Snapshot
 
 # What the rules read, and the family names vLLM gave it over the releases, newest first
 # (prometheus_client's family names: a counter's has no _total). Every name here is checked
-# against names.json by tests/test_scrape_names.py.
+# against names.json by tests/unit/test_scrape_names.py.
 MEASURES: dict[str, tuple[str, ...]] = {
     "preemptions": ("vllm:num_preemptions",),
     "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),  # 0..1

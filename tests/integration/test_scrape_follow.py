@@ -9,7 +9,7 @@ import sys
 import threading
 
 from conftest import FIXTURES, ROOT, wait_for
-from test_scrape_rules import edited, snapshot_of
+from helpers.metric_dumps import edited, snapshot_of
 
 from advisor.scrape.poll import Comparison, interval_seconds
 

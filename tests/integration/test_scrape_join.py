@@ -180,9 +180,10 @@ def test_replicas_repeat_the_option_and_text_shows_the_bottleneck():
 
 def test_every_format_writes_a_joined_report():
     import jsonschema
-    from test_sarif import SCHEMA
 
     from advisor.report.formats import FORMATS, render
+
+    SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 
     report = joined(LIVE / "v0.29.0" / "preemption.log", LIVE / "v0.29.0" / "preemption.metrics.txt")
     texts = {name: render(name, [report]) for name in FORMATS}
