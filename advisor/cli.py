@@ -74,13 +74,16 @@ def analysis_parser() -> argparse.ArgumentParser:
         description="Read vLLM logs, say what went wrong and what to change. "
                     "Subcommands: 'explain CODE', 'rules', 'schema [report|finding]', 'follow', 'verify LOG', "
                     "'plan MODEL_DIR' (see their --help).")
-    parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz) or folders of them (read in parallel); '-' or none for stdin")
+    parser.add_argument("files", nargs="*", default=[], help="log files (.log, .gz) or folders of them (read in parallel); '-' or none for stdin")
     parser.add_argument("--format", choices=sorted(FORMATS), default=None,
                         help="output format (default: text on a terminal, json otherwise)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
                         help="exit 1 when any finding is an error (error), an error or a warning (warning), or never; "
                              "default: when the verdict is a failure")
     parser.add_argument("--cmd", help="the launch command to correct, e.g. \"vllm serve MODEL --max-model-len 32768\"")
+    parser.add_argument("--metrics", action="append", metavar="SOURCE",
+                        help="a replica's Prometheus /metrics: a saved dump or an http(s) URL; repeat for each "
+                             "replica; without a log file the metrics are judged alone")
     return parser
 
 
@@ -108,6 +111,8 @@ def _analyze_files(args: argparse.Namespace) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`)
         raise InputError("cannot write the report: standard output is closed")
     output = args.format or ("text" if sys.stdout.isatty() else "json")
+    if args.metrics:
+        return _with_metrics(args, output)
     paths = [log for path in args.files or ["-"] for log in sources.log_files(path)]
     if not paths:
         raise InputError(f"{' '.join(args.files)}: no files in it")
@@ -125,6 +130,21 @@ def _analyze_files(args: argparse.Namespace) -> int:
     except pipeline.ProcessDied as error:  # the report was cut short: say why on stderr
         raise InputError(f"cannot finish the report: {error}") from None
     return exit_code([report.report() for report in pending], args.fail_on)
+
+
+def _with_metrics(args: argparse.Namespace, output: str) -> int:
+    from advisor.scrape import cli  # prometheus_client and the metric rules only for runs that read metrics
+
+    reports = cli.reports(args.files, args.metrics, args.cmd, analyze_one)
+    if reports is None:
+        return EXIT_USAGE  # metrics alone, and none could be read: each said why on stderr
+    with writing("report"):
+        if output == "json":
+            json_format.write(reports, sys.stdout)
+        else:
+            sys.stdout.write(render(output, reports))
+        sys.stdout.flush()
+    return exit_code(reports, args.fail_on)
 
 
 @contextmanager
@@ -178,6 +198,13 @@ def explain(argv: list[str]) -> int:
         return _error("usage: vllm-advisor explain CODE")
     code = argv[0].upper()
     rule = next((r for r in load_rules() if r.code == code or r.name == argv[0]), None)
+    if rule is None and code.startswith("M"):  # a metric rule (rules/metrics/)
+        from advisor.scrape.rules import load_metric_rules
+
+        metric = next((r for r in load_metric_rules() if r.code == code), None)
+        if metric is not None:
+            return _write_lines([f"{metric.code} {metric.name} ({metric.phase}, {metric.severity}, failure: "
+                                 f"{metric.failure})", f"reads: {', '.join(metric.reads)}", metric.explanation.strip()])
     if rule is None:
         return _error(f"no rule {argv[0]!r}; 'vllm-advisor rules' lists them")
     return _write_lines([f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})",

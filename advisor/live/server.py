@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -164,24 +163,14 @@ def complete(port: int, model: str, prompt: str, max_tokens: int, *,
     return Completion(response.status, "".join(text), first, tokens, time.monotonic() - began)
 
 
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)")
-
-
 def metrics(port: int) -> dict[str, float]:
-    """Prometheus samples from /metrics, summed per metric name over label sets.
+    """vLLM's Prometheus samples from /metrics, summed per sample name over label sets (histogram
+    buckets left out), as advisor.scrape parses them. One engine serves one model here, so the sum
+    is the engine's value."""
+    from advisor.scrape.fetch import read
+    from advisor.scrape.snapshot import parse
 
-    One engine serves one model here, so the sum is the engine's value; histogram
-    buckets are skipped because summing them over `le` means nothing.
-    """
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if not match or match[1].endswith("_bucket"):
-            continue
-        values[match[1]] = values.get(match[1], 0.0) + float(match[3])
-    return values
+    return parse(read(f"http://127.0.0.1:{port}/metrics")).sums()
 
 
 def stop(server: Server, grace: float = 30) -> int | None:

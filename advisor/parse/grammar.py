@@ -1,6 +1,7 @@
 """The Lark grammars: split a line into its envelope and body, and find the messages in the body."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -70,7 +71,30 @@ def _lalr_parser(file_name: str) -> Lark:
     """The LALR parser of a grammar file, its tables loaded from the user's cache when built before:
     building them takes longer than analysing a small log (lark checks the grammar's hash on load)."""
     grammar = (data_dir("grammars") / file_name).read_text()
-    return Lark(grammar, parser="lalr", lexer="contextual", cache=_cache_file(grammar) or False)
+    cache_file = _cache_file(grammar)
+    if cache_file is not None:
+        try:
+            with open(cache_file, "rb") as saved:
+                return Lark.load(saved)
+        except Exception:  # missing, cut short, or not lark's: built again below and saved anew
+            pass
+    parser = Lark(grammar, parser="lalr", lexer="contextual")
+    if cache_file is not None:
+        _save(parser, cache_file)
+    return parser
+
+
+def _save(parser: Lark, cache_file: str) -> None:
+    # Written aside and renamed into place: advisors started together (pre-commit runs several)
+    # never read tables another is still writing.
+    part = f"{cache_file}.{os.getpid()}.part"
+    try:
+        with open(part, "wb") as out:
+            parser.save(out)
+        os.replace(part, cache_file)
+    except OSError:  # a full or read-only cache: the tables are built again next time
+        with contextlib.suppress(OSError):
+            os.unlink(part)
 
 
 def _cache_file(grammar: str) -> str | None:

@@ -40,8 +40,8 @@ class Finding(BaseModel):
     phase: str
     severity: Literal["error", "warning", "info"]
     failure: str
-    evidence: Literal["logged", "inferred"]
-    line: int
+    evidence: Literal["logged", "inferred", "metrics"]
+    line: int | None  # None for a finding of the metrics alone
     message: str
     remediations: list[RemediationOut] = Field(default_factory=list)
 

@@ -52,7 +52,8 @@ class StreamFinding:
     def summary(self) -> str:
         f = self.finding
         word = {"finding": "", "retraction": "RETRACTED ", "recovery": "RECOVERED "}[self.event]
-        return f"{word}{f.severity.upper()} {f.rule} {f.name} [{self.source} run {self.run} line {f.line}] {f.message}"
+        where = "metrics" if f.line is None else f"line {f.line}"  # a finding of a server's /metrics has no line
+        return f"{word}{f.severity.upper()} {f.rule} {f.name} [{self.source} run {self.run} {where}] {f.message}"
 
 
 class StreamEngine:
@@ -143,6 +144,11 @@ class StreamEngine:
             return []
         self._run.events = place(self._run)
         return self._settle(match_run(self._run, self._rules), final=True)
+
+    @property
+    def run_index(self) -> int:
+        """The run the lines read so far end in (what a finding from elsewhere, the metrics, belongs to)."""
+        return self._run.index
 
     @property
     def findings(self) -> list[StreamFinding]:

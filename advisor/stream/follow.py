@@ -7,7 +7,7 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, TextIO
 
 from advisor.ingest.sources import READ_CHUNK
@@ -38,6 +38,9 @@ def parser() -> argparse.ArgumentParser:
                        help="skip what the file already holds, like tail -F -n 0")
     p.add_argument("--metrics-port", type=int, help="serve Prometheus text format on GET /metrics at this port")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address to serve metrics on (default: loopback)")
+    p.add_argument("--metrics-url", help="poll this vLLM server's /metrics (http or https) while following; "
+                                         "a finding when preemptions start, a recovery when they stop")
+    p.add_argument("--interval", default="15s", help="time between polls of --metrics-url (default 15s)")
     return p
 
 
@@ -49,21 +52,42 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
     chunks = stdin_chunks(stop) if args.file == "-" else file_chunks(args.file, args.from_start, stop)
     engine = StreamEngine("<stdin>" if args.file == "-" else args.file)
+    poller = _poller(args.metrics_url, args.interval, lambda: engine.run_index) if args.metrics_url else None
     try:
-        follow(chunks, engine, sys.stdout, fmt, counters)
+        follow(chunks, engine, sys.stdout, fmt, counters, poller.drain if poller else None)
     except KeyboardInterrupt:  # the normal way to stop following a file: report what the last run shows
         emit(engine.finish(), sys.stdout, fmt)
     finally:
         if server is not None:
             server.shutdown()
+        if poller is not None:
+            poller.stop()
     return 1 if any(v.failure != "none" for v in engine.verdicts.values()) else 0
 
 
+def _poller(url: str, interval: str, run: Callable[[], int]):
+    from advisor.cli import InputError
+    from advisor.scrape.fetch import shown
+    from advisor.scrape.poll import Poller, interval_seconds  # prometheus_client only when polling
+
+    if not url.lower().startswith(("http://", "https://")):
+        raise InputError(f"{shown(url)}: only http and https URLs are polled")
+    try:
+        seconds = interval_seconds(interval)
+    except ValueError:
+        raise InputError(f"--interval {interval!r}: give a time such as 15s, 500ms or 2m") from None
+    return Poller(url, seconds, run).start()
+
+
 def follow(chunks: Iterable[bytes | None], engine: StreamEngine, out: TextIO, fmt: str,
-           counters: metrics.FollowCounters | None = None) -> None:
-    """Feed bytes (None: nothing new yet) to the engine; write each finding as it comes; finish at the end."""
+           counters: metrics.FollowCounters | None = None,
+           polled: Callable[[], list[StreamFinding]] | None = None) -> None:
+    """Feed bytes (None: nothing new yet) to the engine; write each finding as it comes, and what the metrics
+    poller found meanwhile; finish at the end."""
     last_data, judged = time.monotonic(), True
     for chunk in chunks:
+        if polled is not None:
+            emit(polled(), out, fmt)
         if chunk is None:
             if judged or time.monotonic() - last_data < QUIET_SECONDS:
                 continue

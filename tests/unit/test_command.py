@@ -18,8 +18,9 @@ def test_rebuilt_from_non_default_args_with_one_change_in_place():
 
 def test_flag_change_alone_when_the_log_has_no_command():
     report = analyze_fixture("007-")
-    assert report.command.original is None
-    assert report.command.corrected == "--max-model-len 158720"
+    assert report.command.original is None and report.command.corrected is None  # nothing to correct
+    assert report.command.change == {"--max-model-len": "158720"}
+    assert report.command.change_args == "--max-model-len 158720"
 
 
 def test_user_command_is_corrected_including_equals_and_underscore_forms():

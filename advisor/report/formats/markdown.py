@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from advisor.report.contract import Report
 from advisor.report.formats.summary import KEY_FACTS, command_title, top_finding
+from advisor.scrape import display as metrics_display
 
 # Characters that would start markup inside a sentence or end a table cell.
+EVIDENCE = {"logged": "", "inferred": "*(inferred)* ", "metrics": "*(from /metrics)* "}
+OTHER_EVIDENCE = {"logged": "", "inferred": " (inferred)", "metrics": " (from /metrics)"}
 MARKUP = str.maketrans({c: "\\" + c for c in "\\`*<>|["})
 
 
@@ -19,9 +22,10 @@ def render(reports: list[Report]) -> str:
 def section(report: Report) -> str:
     version = f" (vLLM {report.vllm_version})" if report.vllm_version else ""
     out = [f"### vllm-advisor: `{report.source}`{version}", "", verdict_line(report), ""]
+    out += [f"**{escape(line)}**\n" for line in metrics_display.head(report)]
     top = top_finding(report)
     if top is not None:
-        out += [("*(inferred)* " if top.evidence == "inferred" else "") + escape(top.message), ""]
+        out += [EVIDENCE[top.evidence] + escape(top.message), ""]
     numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
     if numbers:
         out += ["| Number from the log | Value |", "| --- | ---: |"]
@@ -41,9 +45,11 @@ def section(report: Report) -> str:
     others = [f for f in report.findings if f is not top]
     if others:
         out += ["**Other findings:**", ""]
-        out += [f"- {f.severity} line {f.line}: {f.rule} {f.name}{' (inferred)' if f.evidence == 'inferred' else ''}: "
-                f"{escape(f.message)}" for f in others]
+        out += [f"- {f.severity} {'metrics' if f.line is None else f'line {f.line}'}: {f.rule} {f.name}"
+                f"{OTHER_EVIDENCE[f.evidence]}: {escape(f.message)}" for f in others]
         out.append("")
+    if metrics_display.tail(report):
+        out += [f"- {escape(line)}" for line in metrics_display.tail(report)] + [""]
     return "\n".join(out)
 
 

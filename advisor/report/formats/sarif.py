@@ -80,7 +80,8 @@ def result(report: Report, finding: Finding, index: dict[str, int]) -> dict:
         "message": {"text": message_text(report, finding)},
         "locations": [{"physicalLocation": {
             "artifactLocation": {"uri": artifact_uri(report.source)},
-            "region": {"startLine": max(finding.line, 1)},
+            # A finding of the metrics has no line of the log.
+            **({} if finding.line is None else {"region": {"startLine": max(finding.line, 1)}}),
         }}],
         "partialFingerprints": {FINGERPRINT_KEY: fingerprint(report, finding)},
         "properties": {"phase": finding.phase, "failure": finding.failure, "evidence": finding.evidence,

@@ -41,7 +41,8 @@ def lines(report: Report) -> list[str]:
         low, high = number(min(present)), number(max(present))
         span = high if low == high else f"{low}-{high}"
         out.append(f"  {label:<{LABEL_WIDTH}} {sparkline(values, scale)} {span}{unit}")
-    marked = [f for f in report.findings if f.phase == "runtime" and f.severity in MARKED_SEVERITIES]
+    marked = [f for f in report.findings
+              if f.phase == "runtime" and f.severity in MARKED_SEVERITIES and f.line is not None]
     if marked:
         out.append(f"  {'':<{LABEL_WIDTH}} {marks(buckets, marked)}")
         out += [f"  {MARK} line {f.line}: {f.rule} {f.name} ({f.failure})" for f in marked]
@@ -69,7 +70,8 @@ def marks(buckets: list[list[EventOut]], findings: list[Finding]) -> str:
     """A mark under the first column at or after each finding's line; after the last one if later."""
     row = [" "] * (len(buckets) + 1)
     for finding in findings:
-        column = next((i for i, bucket in enumerate(buckets) if bucket[-1].line >= finding.line), len(buckets))
+        line = finding.line or 0  # the marked findings are the log's, which have a line
+        column = next((i for i, bucket in enumerate(buckets) if bucket[-1].line >= line), len(buckets))
         row[column] = MARK
     return "".join(row).rstrip()
 

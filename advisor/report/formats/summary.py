@@ -9,7 +9,7 @@ KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_
              "total_gpu_gib", "free_gpu_gib", "requested_gib", "weights_gib", "tensor_parallel_size",
              "num_attention_heads", "derived_max_model_len", "tried_to_allocate_gib", "preemptions")
 # How a finding knows, as the text says it: a logged one needs no word.
-EVIDENCE = {"logged": "", "inferred": "(inferred) "}
+EVIDENCE = {"logged": "", "inferred": "(inferred) ", "metrics": "(from /metrics) "}
 
 
 def command_title(report: Report) -> str:

@@ -14,6 +14,7 @@ from advisor.command import shows_as_is
 from advisor.report.contract import Finding, Report
 from advisor.report.formats import sparklines
 from advisor.report.formats.summary import EVIDENCE, KEY_FACTS, command_title, top_finding
+from advisor.scrape import display as metrics_display
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 
@@ -46,6 +47,8 @@ def write(out: Console, report: Report) -> None:
     else:
         where = f", line {verdict.line}" if verdict.line else ""
         out.print(f"[bold red]{verdict.phase.upper()} FAILURE: {verdict.failure}[/] ({verdict.rule}{where})")
+    for line in metrics_display.head(report):
+        out.print(f"[bold]{escape(line)}[/]")
     findings = report.findings
     top = top_finding(report)
     if top is not None:
@@ -70,8 +73,11 @@ def write(out: Console, report: Report) -> None:
             out.print("  not shown: it holds control or invisible characters; see --format json")
     for finding in findings:
         if finding is not top:
-            out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] line {finding.line}: "
+            where = "metrics" if finding.line is None else f"line {finding.line}"
+            out.print(f"[{STYLE[finding.severity]}]{finding.severity}[/] {where}: "
                       f"{finding.rule} {finding.name}: {EVIDENCE[finding.evidence]}{escape(finding.message)}")
+    for line in metrics_display.tail(report):
+        out.print(escape(line))
 
 
 def write_remediations(out: Console, finding: Finding) -> None:

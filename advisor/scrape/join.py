@@ -1,0 +1,182 @@
+"""The log's report and the replicas' /metrics as one report: inferences confirmed or withdrawn, the metrics'
+own findings, the verdict and the likely bottleneck."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from advisor.parse.facts import Fact
+from advisor.report.build import corrected_command, finding, verdict
+from advisor.report.contract import Finding, Report, Verdict
+from advisor.rules.match import match_run
+from advisor.rules.schema import SEVERITY_ORDER, load_rules
+from advisor.scrape.figures import cache_config, deployment, figures
+from advisor.scrape.names import matching_releases
+from advisor.scrape.rules import judge, load_metric_rules
+from advisor.scrape.snapshot import Snapshot
+from advisor.timeline import split_runs
+
+# The log's inferences that only the counter can settle: all three say "requests may be preempted".
+PREEMPTION_HYPOTHESES = ("R103", "R104", "H103")
+COUNTER = "vllm:num_preemptions_total"
+
+
+class MetricsRead(BaseModel):
+    source: str  # a path, or the URL without credentials
+    read_at: str  # ISO 8601, UTC
+    fetched: bool  # scraped from a live server now, or read from a saved dump
+    releases: str | None = None  # the vLLM releases whose metric names the dump matches
+    values: dict[str, float | str | bool] = Field(default_factory=dict)
+
+
+class MetricsMissing(BaseModel):
+    source: str
+    error: str
+
+
+class Settled(BaseModel):
+    """What the metrics made of one of the log's inferred findings."""
+
+    rule: str
+    outcome: str  # confirmed | withdrawn | unsettled
+    why: str
+
+
+class MetricsSection(BaseModel):
+    read: list[MetricsRead] = Field(default_factory=list)
+    missing: list[MetricsMissing] = Field(default_factory=list)
+    log_findings: list[Settled] = Field(default_factory=list)
+    bottleneck: str | None = None
+
+
+class JoinedReport(Report):
+    """A report with the metrics it read: the log-only contract plus a `metrics` section."""
+
+    metrics: MetricsSection
+
+
+@dataclass
+class Reading:
+    snapshot: Snapshot
+    figures: dict[str, Any]
+
+
+def join(report: Report | None, facts: list[Fact] | None, snapshots: list[Snapshot],
+         missing: list[MetricsMissing], user_command: str | None = None) -> JoinedReport:
+    """One report from a log's (None: metrics alone) and the snapshots read, one per replica."""
+    runs = split_runs(facts) if facts else []
+    last = runs[-1] if runs else None
+    matches = match_run(last, load_rules()) if last is not None else []
+    log_values = _log_values(report, last) if report is not None else {}
+    readings = [Reading(s, figures(s, log_values if _same_run(s, log_values) else None)) for s in snapshots]
+    section = MetricsSection(read=[_read(r) for r in readings], missing=missing)
+
+    kept, settled = _settle(matches, readings, log_values)
+    section.log_findings = settled
+    metric_findings = _metric_findings(readings)
+    last_findings = [finding(m) for m in kept]
+    for item in last_findings:
+        if any(s.rule == item.rule and s.outcome == "confirmed" for s in settled):
+            why = next(s.why for s in settled if s.rule == item.rule)
+            # Confirmed, a full cache (R104) or one snapshot of pressure (H103) is preemption, as R103 is.
+            item.evidence, item.message = "metrics", f"{item.message} Confirmed: {why}"
+            item.phase, item.failure = "runtime", "preemption"
+            item.severity = "warning" if item.severity == "info" else item.severity
+    earlier = report.findings[len(matches):] if report is not None else []
+
+    base = report if report is not None else Report(
+        source=", ".join(s.source for s in snapshots) or "metrics", verdict=Verdict(phase="unknown", failure="none"))
+    joined = JoinedReport(**{**base.model_dump(by_alias=True), "metrics": section})
+    joined.events = base.events if report is not None else []
+    joined.findings = last_findings + metric_findings + earlier
+    joined.verdict, joined.command = _verdict_and_command(report, last, kept, last_findings, metric_findings,
+                                                          snapshots, user_command)
+    failing = [f for f in metric_findings if f.severity != "info"]
+    section.bottleneck = _bottleneck(failing[0]) if failing else None
+    return joined
+
+
+def _log_values(report: Report, last) -> dict[str, Any]:
+    """The log's numbers the metric rules also read: its facts, the peak of running requests, and the
+    generation throughput its stats lines show while requests run."""
+    values: dict[str, Any] = dict(report.facts)
+    if last is not None and last.peak_running_reqs is not None:
+        values["peak_running_reqs"] = last.peak_running_reqs
+    busy = [e.values["generation_throughput"] for e in report.events if e.kind == "stats"
+            and e.values.get("running_reqs") and "generation_throughput" in e.values]
+    if busy:
+        values["log_generation_tok_s"] = round(sum(busy) / len(busy), 1)
+        values["log_busy_stats_lines"] = len(busy)
+    return values
+
+
+def _same_run(snapshot: Snapshot, log_values: dict[str, Any]) -> bool:
+    """Whether the dump can be of the log's server: the KV cache size both state must agree."""
+    if not log_values:
+        return False
+    mine = cache_config(snapshot).get("kv_cache_tokens")
+    theirs = log_values.get("kv_cache_tokens")
+    return mine is None or theirs is None or int(mine) == int(theirs)
+
+
+def _read(reading: Reading) -> MetricsRead:
+    releases = matching_releases(reading.snapshot)
+    span = None if not releases else releases[0] if len(releases) == 1 else f"{releases[0]} - {releases[-1]}"
+    values = {k: v for k, v in reading.figures.items() if isinstance(v, (int, float, bool)) and not isinstance(v, str)}
+    return MetricsRead(source=reading.snapshot.source, read_at=reading.snapshot.read_at.isoformat(timespec="seconds"),
+                       fetched=reading.snapshot.fetched, releases=span, values=values)
+
+
+def _settle(matches, readings: list[Reading], log_values: dict[str, Any]):
+    """The log's preemption inferences confirmed by a counter above 0, withdrawn by 0 on the same server."""
+    hypotheses = [m for m in matches if m.rule.code in PREEMPTION_HYPOTHESES]
+    if not hypotheses:
+        return matches, []
+    same = [r for r in readings if _same_run(r.snapshot, log_values) and "preemptions" in r.figures]
+    if not same:
+        why = ("the metrics lack " + COUNTER) if readings else "no metrics could be read"
+        if readings and not any(_same_run(r.snapshot, log_values) for r in readings):
+            why = "the metrics are of another server (their KV cache size differs from the log's)"
+        return matches, [Settled(rule=m.rule.code, outcome="unsettled", why=why) for m in hypotheses]
+    counted = [(r.figures["preemptions"], r.snapshot.source) for r in same]
+    preempted = [(n, source) for n, source in counted if n > 0]
+    if preempted:
+        why = "; ".join(f"{COUNTER} = {n:g} on {source}" for n, source in preempted) + "."
+        return matches, [Settled(rule=m.rule.code, outcome="confirmed", why=why) for m in hypotheses]
+    why = (f"{COUNTER} is 0 on " + ", ".join(source for _, source in counted)
+           + ", the same server as the log (same KV cache size): nothing was preempted.")
+    withdrawn = {m.rule.code for m in hypotheses}
+    return ([m for m in matches if m.rule.code not in withdrawn],
+            [Settled(rule=code, outcome="withdrawn", why=why) for code in sorted(withdrawn)])
+
+
+def _metric_findings(readings: list[Reading]) -> list[Finding]:
+    several = len(readings) > 1
+    found = [pair for r in readings for pair in judge(r.figures, "replica", r.snapshot.source if several else None)]
+    if several:
+        context = deployment([(r.snapshot.source, r.figures) for r in readings])
+        found += judge(context, "deployment")
+    order = {rule.code: index for index, (rule, _) in enumerate(found)}
+    return [f for _, f in sorted(found, key=lambda pair: (SEVERITY_ORDER[pair[0].severity], order[pair[0].code]))]
+
+
+def _verdict_and_command(report, last, kept, last_findings, metric_findings, snapshots, user_command):
+    if report is not None and report.verdict.phase == "startup":  # the metrics cannot undo a start that failed
+        return report.verdict, report.command
+    logged = verdict(last, kept) if last is not None else None
+    failing = [f for f in last_findings + metric_findings if f.severity != "info" and f.failure != "none"]
+    if failing:
+        top = failing[0]
+        return (Verdict(phase=top.phase, failure=top.failure, rule=top.rule, line=top.line),
+                corrected_command(last, [top], user_command))
+    if logged is not None:
+        return logged, corrected_command(last, last_findings or metric_findings, user_command)
+    phase = "healthy" if snapshots else "unknown"
+    return Verdict(phase=phase, failure="none"), corrected_command(None, metric_findings[:1], user_command)
+
+
+def _bottleneck(top: Finding) -> str:
+    rule = next(r for r in load_metric_rules() if r.code == top.rule)
+    return f"{rule.bottleneck} ({top.rule} {top.name})"

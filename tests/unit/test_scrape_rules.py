@@ -1,0 +1,64 @@
+"""Each metric rule on a real dump it must fire on and a near miss (fixtures/metrics/cases.toml), and the
+captured dumps of five releases judged as what they were."""
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+from conftest import FIXTURES
+from helpers.metric_dumps import snapshot_of
+
+from advisor.scrape.fetch import read
+from advisor.scrape.join import join
+from advisor.scrape.poll import Comparison
+from advisor.scrape.rules import load_metric_rules
+from advisor.scrape.snapshot import parse
+
+CASES = tomllib.loads((FIXTURES / "metrics" / "cases.toml").read_text())["cases"]
+DUMPS = sorted((FIXTURES / "live").rglob("*.metrics.txt"))
+def fired(case: dict) -> set[str]:
+    if "previous" in case:  # follow's comparison of two polls
+        comparison = Comparison("poll")
+        comparison.take(snapshot_of(case["previous"], case.get("previous_set"), ago=case["seconds"]), 0)
+        return {item.finding.rule for item in comparison.take(snapshot_of(case["dumps"][0], case.get("set")), 0)}
+    on = case.get("set_on")
+    snapshots = [snapshot_of(dump, case.get("set") if on in (None, index) else None, case.get("observe"))
+                 for index, dump in enumerate(case["dumps"])]
+    return {f.rule for f in join(None, None, snapshots, []).findings}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['rule']}-{'fires' if c['fires'] else 'near-miss'}")
+def test_metric_rule_fires_or_not(case):
+    assert (case["rule"] in fired(case)) == case["fires"]
+
+
+def test_every_metric_rule_has_a_firing_case_and_a_near_miss():
+    codes = {rule.code for rule in load_metric_rules()}
+    assert len(codes) >= 10
+    assert {(c["rule"], c["fires"]) for c in CASES} == {(code, f) for code in codes for f in (True, False)}
+
+
+def test_the_preemption_flag_comes_from_the_servers_own_numbers():
+    report = join(None, None, [snapshot_of("live/v0.29.0/preemption.metrics.txt")], [])
+    top = report.findings[0]
+    assert (top.rule, top.evidence, report.verdict.failure) == ("M101", "metrics", "preemption")
+    # 5,760 KV tokens (cache_config_info) / (137 prompt + 3,000 output tokens per mean request) = 1.
+    assert top.remediations[0].flags == {"--max-num-seqs": "1"}
+    assert "5,760 KV tokens / 3,137 tokens per mean request = 1" in top.remediations[0].why
+    assert (report.command.corrected, report.command.change_args) == (None, "--max-num-seqs 1")
+    assert report.metrics.bottleneck.startswith("KV cache capacity")
+
+
+@pytest.mark.parametrize("dump", DUMPS, ids=lambda p: str(p.relative_to(FIXTURES / "live")))
+def test_captured_dump_judged_alone_as_it_was_captured(dump):
+    side = json.loads(dump.with_name(dump.name.replace(".metrics.txt", ".json")).read_text())
+    report = join(None, None, [parse(read(str(dump)))], [])
+    values = report.metrics.read[0].values
+    assert values["preemptions"] == side["preemptions"] if "preemptions" in side else True
+    assert values["kv_cache_tokens"] > 0 and values["finished"] >= 1 and values["ttft_count"] >= 1
+    if dump.name.startswith("preemption"):
+        assert report.verdict.failure == "preemption" and report.findings[0].rule == "M101"
+    else:  # healthy runs, the one with its cache full for a while too: no warning from the metrics
+        assert (report.verdict.phase, report.verdict.failure) == ("healthy", "none")
+        assert all(f.severity == "info" for f in report.findings), [f.rule for f in report.findings]
