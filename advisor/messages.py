@@ -302,6 +302,17 @@ class ToFacts(Transformer):
     def platform(self, c):
         return {"text": {"device": (_token(c, "NAME") or "").lower()}}
 
+    def cpu_build(self, c):
+        return {"text": {"device": "cpu"}}
+
+    def api_server_entry(self, c):
+        return {"text": {"entry_point": "api_server"}}
+
+    def cpu_numa_nodes_short(self, c):
+        nodes = (_token(c, "NODE_LIST") or "[]").strip("[]").split(",")
+        return {"values": {"local_world_size": _numbers(c)[0], "numa_nodes": len([n for n in nodes if n.strip()])},
+                "text": {"device": "cpu"}}
+
     def frame(self, c):
         return {"text": {"function": (_token(c, "FUNC") or "").rstrip("(")}}
 

@@ -63,6 +63,7 @@ class Report(BaseModel):
     # written while its runs, rules and findings, which come after them, are being worked out.
     events: list[EventOut] = Field(default_factory=list)
     vllm_version: str | None = None
+    backend: str | None = None  # the device the log names (cpu, cuda, xpu, ...); none when it names none
     verdict: Verdict
     facts: dict[str, Number] = Field(default_factory=dict)
     findings: list[Finding] = Field(default_factory=list)
@@ -113,6 +114,7 @@ def summarize(facts: list[Fact], source: str, user_command: str | None = None, m
     report = model(
         source=source,
         vllm_version=next((version for r in reversed(runs) if (version := r.vllm_version)), None),
+        backend=next((backend for r in reversed(runs) if (backend := r.backend)), None),
         verdict=verdict(last_run, last_matches),
         facts=last_values(runs),
         findings=findings,
