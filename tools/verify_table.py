@@ -1,7 +1,7 @@
 """The README's table of live scenarios (scenario -> advice -> outcome -> startup -> TTFT), from the live tier.
 
 `VLLM_ADVISOR_RECORD=1 pytest -m live tests/live/test_verify_scenarios.py` measures the rows into
-fixtures/live/verify-scenarios.json and rewrites the table; `python tools/verify_table.py` rewrites it
+fixtures/verify-scenarios.json and rewrites the table; `python tools/verify_table.py` rewrites it
 from the recorded rows; the fast tier checks that the README shows exactly what was recorded."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from advisor import live  # noqa: E402  (needs the repo on sys.path first)
 
-RESULTS = ROOT / "fixtures/live/verify-scenarios.json"
+RESULTS = ROOT / "fixtures/verify-scenarios.json"
 README = ROOT / "README.md"
 START, END = "<!-- verify-table: start (tools/verify_table.py) -->", "<!-- verify-table: end -->"
 

@@ -1,6 +1,6 @@
 """`verify` on every live scenario: a real failing run (or its bundled capture), the advice, a real relaunch.
 
-With VLLM_ADVISOR_RECORD=1 the measured rows are written to fixtures/live/verify-scenarios.json and the
+With VLLM_ADVISOR_RECORD=1 the measured rows are written to fixtures/verify-scenarios.json and the
 README's table is regenerated from them (tools/verify_table.py)."""
 from __future__ import annotations
 
