@@ -397,7 +397,7 @@ def render(check: Verification, fmt: str, width: int = 80) -> str:
             ("tokens/s", "tokens_per_s"), ("preemptions", "preemptions"), ("free memory GiB", "free_memory_gib"),
             ("total memory GiB", "total_memory_gib")]
     runs = [("before", check.before), ("after", r)] if check.before else [("this launch", r)]
-    lines.append("  " + f"{'':<18}" + "".join(f"{name:<16}" for name, _ in runs))
+    lines.append(("  " + f"{'':<18}" + "".join(f"{name:<16}" for name, _ in runs)).rstrip())
     for label, name in rows:
         lines.append(f"  {label:<18}" + "".join(f"{_shown(getattr(run, name)):<16}" for _, run in runs).rstrip())
     lines.append(f"  memory from: {r.memory_from or 'unknown'}")

@@ -27,6 +27,7 @@ CASES = {
     "S206": ("081-", "062-"),
     "S207": ("083-", "062-"),
     "S208": ("086-", "085-"),
+    "S209": ("tp-numa-nodes", "tp-invalid"),  # TP 2 on one NUMA node / TP 3 that does not divide the heads
     "S299": ("013-", "088-"),  # unexplained / explained by S101, so the fallback stays quiet
     "R101": ("033-", "032-"),  # OOM while serving / OOM at startup
     "R102": ("038-", "091-"),  # logged / only inferable
