@@ -1,13 +1,17 @@
 """verify without a server: what it would run, what it refuses, and how it says it could not run."""
 from __future__ import annotations
 
+import json
 import socket
 import sys
 
 import pytest
 
 from advisor import cli, live
-from conftest import analyze_fixture, fixture_path
+from conftest import ROOT, analyze_fixture, fixture_path
+
+sys.path.insert(0, str(ROOT / "tools"))
+import verify_table  # noqa: E402
 
 
 def test_the_corrected_command_becomes_api_server_arguments_on_our_own_port():
@@ -137,3 +141,10 @@ def test_a_failed_round_says_why():
     assert live.reason(startup) == "startup kv_cache_insufficient"
     assert live.reason(preempted) == "12 preemptions"
     assert live.reason(live.Round("c", "fixed")) == ""
+
+
+def test_the_readme_table_is_what_the_live_tier_recorded():
+    # Written by VLLM_ADVISOR_RECORD=1 pytest -m live tests/live/test_verify_scenarios.py; never by hand.
+    rows = json.loads(verify_table.RESULTS.read_text())
+    assert {r["outcome"] for r in rows} == {"fixed"}
+    assert verify_table.block(rows) in (ROOT / "README.md").read_text()
