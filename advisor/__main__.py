@@ -1,4 +1,4 @@
 """`python -m advisor`: the same as the `vllm-advisor` console script."""
-from .cli import run
+from advisor.cli import run
 
 run()

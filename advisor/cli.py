@@ -8,12 +8,11 @@ import sys
 from contextlib import contextmanager
 from typing import NoReturn
 
-from . import background, scan, sources
-from .command import CommandError
-from .packed_report import PendingReport
-from .report import Report
-from .reports import FORMATS, json_format, render
-from .rules import RuleSetError, load_rules
+from advisor import pipeline
+from advisor.command import CommandError
+from advisor.report.contract import Report
+from advisor.report.formats import FORMATS, json_format, render
+from advisor.rules.schema import RuleSetError, load_rules
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = {"explain", "rules", "verify", "follow"}
@@ -123,7 +122,7 @@ def _analyze_files(args: argparse.Namespace) -> int:
             else:
                 sys.stdout.write(render(output, [report.report() for report in pending]))
             sys.stdout.flush()
-    except background.ProcessDied as error:  # the report was cut short: say why on stderr
+    except pipeline.ProcessDied as error:  # the report was cut short: say why on stderr
         raise InputError(f"cannot finish the report: {error}") from None
     return exit_code([report.report() for report in pending], args.fail_on)
 
@@ -149,11 +148,9 @@ def exit_code(reports: list[Report], fail_on: str | None) -> int:
     return EXIT_FAILURE if failed else EXIT_OK
 
 
-def analyze_one(path: str, user_command: str | None) -> PendingReport:
+def analyze_one(path: str, user_command: str | None) -> pipeline.PendingReport:
     try:
-        # The fast path: same facts as report.analyze(sources.lines(...)), found by a literal prefilter.
-        facts = scan.scan_file(path)
-        return PendingReport(facts, sources.display_name(path), user_command)
+        return pipeline.pending(path, user_command)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -162,7 +159,7 @@ def analyze_one(path: str, user_command: str | None) -> PendingReport:
         raise InputError(f"{path}: permission denied") from None
     except (OSError, EOFError) as error:  # a truncated .gz, an unreadable device
         raise InputError(f"{path}: cannot read: {error}") from None
-    except background.ProcessDied as error:
+    except pipeline.ProcessDied as error:
         raise InputError(f"{path}: {error}") from None
 
 
@@ -179,13 +176,13 @@ def explain(argv: list[str]) -> int:
 
 
 def follow_stream(argv: list[str]) -> int:
-    from . import follow  # its server and metrics imports would slow every one-shot analysis
+    from advisor.stream import follow  # its server and metrics imports would slow every one-shot analysis
 
     return follow.main(argv)
 
 
 def verify(argv: list[str]) -> int:
-    from . import live  # only the live check needs the server helpers
+    from advisor.live import verify as live  # only the live check needs the server helpers
 
     return live.main(argv)
 

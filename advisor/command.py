@@ -7,7 +7,7 @@ import shlex
 import unicodedata
 from typing import Any
 
-from .timeline import Run
+from advisor.timeline import Run
 
 # Keys of the launch arguments that are not command-line flags of `vllm serve`.
 NOT_FLAGS = {"model", "model_tag", "subparser", "dispatch_function", "func", "cmd"}

@@ -1,7 +1,7 @@
 """syslog-ng Python destination: each message of a vLLM log goes through the streaming engine; findings are appended as JSON lines."""
 from __future__ import annotations
 
-from .stream import StreamEngine, StreamFinding
+from advisor import StreamEngine, StreamFinding
 
 
 class VllmAdvisorDestination:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
 
-from .facts import Fact, Number
+from advisor.parse.facts import Fact, Number
 
 # A run starts with these; vLLM prints them once per launch.
 RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from advisor import sources
-from advisor.report import Report, analyze
+from advisor.ingest import sources
+from advisor.report.build import analyze
+from advisor.report.contract import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CORPUS = FIXTURES / "corpus"
-# The live tier's vLLM: the Python of its own environment (live/setup_env.sh builds it).
+# The live tier's vLLM: the Python of its own environment (tools/live/setup_env.sh builds it).
 VLLM_PYTHON = Path(os.environ.get("VLLM_ADVISOR_VLLM_PYTHON",
                                   Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"))
 # Set by CI, where every system tool is installed: a missing one is then a failure, not a skip.
@@ -98,8 +99,8 @@ def sigint_default() -> None:
 def tiny_model(tmp_path_factory) -> Path:
     """The live tier's model, built locally once per session by the vLLM environment's Python."""
     if not VLLM_PYTHON.exists():
-        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run live/setup_env.sh first")
+        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run tools/live/setup_env.sh first")
     out = tmp_path_factory.mktemp("tiny-llama")
-    subprocess.run([str(VLLM_PYTHON), str(ROOT / "live/build_tiny_model.py"), "--out", str(out)],
+    subprocess.run([str(VLLM_PYTHON), str(ROOT / "tools/live/build_tiny_model.py"), "--out", str(out)],
                    check=True, timeout=300)
     return out

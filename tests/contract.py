@@ -6,34 +6,34 @@ import math
 import shlex
 from collections.abc import Iterable
 
-from advisor import sources
-from advisor.report import Report, analyze
-from advisor.reports import FORMATS, render
-from advisor.rules import RUNTIME_FAILURES, STARTUP_FAILURES
+from advisor.fast import scan
+from advisor.fast.packed_report import PendingReport
+from advisor.ingest import sources
+from advisor.report.build import build_report, parse
+from advisor.report.contract import Report
+from advisor.report.formats import FORMATS, render
+from advisor.rules.schema import RUNTIME_FAILURES, STARTUP_FAILURES
 
 PHASES = {"startup", "runtime", "healthy", "unknown"}
 FAILURES = set(STARTUP_FAILURES) | set(RUNTIME_FAILURES) | {"none"}
 
 
 def analyze_bytes(chunks: Iterable[bytes], user_command: str | None = None) -> tuple[Report, int]:
-    """The report for some bytes, and how many lines the input had (the largest line number)."""
-    last = 0
-
-    def counted():
-        nonlocal last
-        for line in sources.lines(chunks):
-            last = max(last, line.number)
-            yield line
-
-    report = analyze(counted(), "<fuzz>", user_command)
-    return report, last
+    """The report for some bytes by the fast path, which the CLI runs, after checking that it is byte
+    for byte the plain path's; and how many lines the input had (the largest line number)."""
+    chunks = list(chunks)
+    lines = list(sources.lines(chunks))
+    plain = build_report(parse(lines), "<fuzz>", user_command)
+    fast = PendingReport(scan.scan_chunks(chunks), "<fuzz>", user_command).report()
+    assert fast.to_json() == plain.to_json()
+    return fast, max((line.number for line in lines), default=0)
 
 
 def check_report(report: Report, line_count: int) -> None:
     """Assert the JSON contract and that every line a report cites exists in the input."""
     text = report.to_json()
     json.loads(text, parse_constant=_reject_constant)  # strict JSON: no NaN/Infinity
-    assert Report.model_validate_json(text) == report
+    assert Report.model_validate_json(text).to_json() == text  # the contract reads back to the same bytes
     assert report.verdict.phase in PHASES
     assert report.verdict.failure in FAILURES
     cited = [f.line for f in report.findings] + [e.line for e in report.events]

@@ -6,8 +6,9 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from advisor.command import CommandError
     from contract import analyze_bytes, check_report
+
+    from advisor.command import CommandError
 
 
 def one_input(data: bytes) -> None:

@@ -7,16 +7,16 @@ import sys
 import time
 
 import pytest
+from conftest import FIXTURES, ROOT, fixture_path
+from contract import analyze_bytes, check_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor import sources
-from advisor.facts import MAX_ARGS_TEXT, plausible
-from advisor.remedies import arithmetic
-from advisor.report import parse
-from advisor.templates import FactTemplates
-from conftest import FIXTURES, ROOT, fixture_path
-from contract import analyze_bytes, check_report
+from advisor.fast.templates import FactTemplates
+from advisor.ingest import sources
+from advisor.parse.facts import MAX_ARGS_TEXT, plausible
+from advisor.report.build import parse
+from advisor.rules.remedies import arithmetic
 
 ADVERSARIAL = FIXTURES / "adversarial"
 CASES = [json.loads(line) for line in (ADVERSARIAL / "cases.jsonl").read_text().splitlines() if line.strip()]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor import sources
-from advisor.report import analyze
-from advisor.reports import text
+from advisor.ingest import sources
+from advisor.report.build import analyze
+from advisor.report.formats import text
 from conftest import FIXTURES
 
 CPU_LOGS = [path for path in sorted(FIXTURES.rglob("*.log")) if "-cpu-" in path.name or "live" in path.parts]

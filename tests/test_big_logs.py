@@ -9,19 +9,21 @@ import sys
 import tracemalloc
 
 import pytest
-
-from advisor import background, packed_report as packed_report_module, scan, sources, templates
-from advisor.cli import main
-from advisor.grammar import anchor_regex, parse_line
-from advisor.packed_report import PackedReport, PendingReport, event_json, packed_report
-from advisor.report import PLUMBING, EventOut, analyze, parse
-from advisor.reports import FORMATS, json_format, render
-from advisor.remembered import RememberedArithmetic, RememberedCondition
-from advisor.templates import FactTemplates, PackedFact
-
 from conftest import FIXTURES, ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from advisor.cli import main
+from advisor.fast import background, scan, templates
+from advisor.fast import packed_report as packed_report_module
+from advisor.fast.packed_report import PackedReport, PendingReport, event_json, packed_report
+from advisor.fast.templates import FactTemplates, PackedFact
+from advisor.ingest import sources
+from advisor.parse.grammar import anchor_regex, parse_line
+from advisor.report.build import PLUMBING, analyze, parse
+from advisor.report.contract import EventOut
+from advisor.report.formats import FORMATS, json_format, render
+from advisor.rules.remembered import RememberedArithmetic, RememberedCondition
+
+sys.path.insert(0, str(ROOT / "tools/bench"))
 from generate_log import generate  # noqa: E402
 
 LOGS = sorted(FIXTURES.rglob("*.log"))

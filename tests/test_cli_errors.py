@@ -10,9 +10,9 @@ import sys
 import time
 
 import pytest
+from conftest import ROOT, fixture_path, sigint_default
 
 from advisor import cli
-from conftest import ROOT, fixture_path, sigint_default
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 ADVISOR = [sys.executable, "-m", "advisor"]
@@ -102,7 +102,7 @@ def test_permission_denied_in_process(monkeypatch, capsys):
     # The same code path without a second user: open() refuses.
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr("advisor.sources.open", refuse, raising=False)
+    monkeypatch.setattr("advisor.ingest.sources.open", refuse, raising=False)
     assert cli.main([str(fixture_path("088"))]) == EXIT_USAGE
     assert capsys.readouterr().err == f"vllm-advisor: {fixture_path('088')}: permission denied\n"
 

@@ -6,14 +6,15 @@ import re
 import shlex
 
 import pytest
+from conftest import FIXTURES
+from contract import check_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor import command, sources
-from advisor.reports import render
-from advisor.report import analyze
-from conftest import FIXTURES
-from contract import check_command
+from advisor import command
+from advisor.ingest import sources
+from advisor.report.build import analyze
+from advisor.report.formats import render
 
 ADVERSARIAL = FIXTURES / "adversarial"
 CASES = [json.loads(line) for line in (ADVERSARIAL / "cases.jsonl").read_text().splitlines() if line.strip()]

@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import CORPUS, analyze_fixture, corpus_cases
 
 CASES = corpus_cases()

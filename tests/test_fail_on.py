@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import fixture_path
 
 from advisor.cli import main
-from conftest import fixture_path
 
 # 088: an error (startup KV cache too small); 091: a warning (preemption) plus info advice;
 # 062: healthy, no finding; 044: healthy.

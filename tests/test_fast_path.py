@@ -1,4 +1,4 @@
-"""The fast path (advisor.scan) gives the same JSON report as the plain path, byte for byte."""
+"""The fast path (advisor.fast.scan) gives the same JSON report as the plain path, byte for byte."""
 from __future__ import annotations
 
 import importlib.util
@@ -6,15 +6,16 @@ import re
 import sys
 
 import pytest
-
-from advisor import grammar, prefilter, scan, sources, templates, unwrap
-from advisor.grammar import anchor_regex, envelope_parser, message_parser, parse_line
-from advisor.packed_report import packed_report
-from advisor.report import analyze, parse
-
 from conftest import FIXTURES, ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from advisor.fast import prefilter, scan, templates
+from advisor.fast.packed_report import packed_report
+from advisor.ingest import sources, unwrap
+from advisor.parse import grammar
+from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser, parse_line
+from advisor.report.build import analyze, parse
+
+sys.path.insert(0, str(ROOT / "tools/bench"))
 from generate_log import generate  # noqa: E402
 
 LOGS = sorted(FIXTURES.rglob("*.log"))

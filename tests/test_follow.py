@@ -11,9 +11,8 @@ import time
 
 from conftest import fixture_path
 
-from advisor.follow import file_chunks, follow
-from advisor.stream import StreamEngine
-
+from advisor.stream.engine import StreamEngine
+from advisor.stream.follow import file_chunks, follow
 
 ADVISOR = [sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())"]
 

@@ -5,9 +5,9 @@ import json
 import re
 
 import pytest
-
-from advisor.reports import render, text
 from conftest import analyze_fixture
+
+from advisor.report.formats import render, text
 
 # A startup failure, a runtime preemption (inferred from stats lines), a healthy log.
 GOLDEN = {"088": "startup_failure", "091": "runtime_preemption", "062": "healthy"}

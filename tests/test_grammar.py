@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
-
-from advisor import sources
-from advisor.grammar import AnchorSearch, anchor_regex, find_anchor, parse_line, split_envelope
 from conftest import FIXTURES, ROOT, fixture_line
+
+from advisor.ingest import sources
+from advisor.parse.grammar import AnchorSearch, anchor_regex, find_anchor, parse_line, split_envelope
 
 # (fixture, line number, fact kind, values the fact must carry)
 WORDINGS = [
@@ -124,7 +124,7 @@ def test_wording(fixture, number, kind, values):
 
 def test_every_message_rule_has_a_real_sample():
     """Each alternative of the grammar's `message` rule (aliases included) appears in WORDINGS."""
-    from advisor.grammar import message_parser
+    from advisor.parse.grammar import message_parser
     produced = {str(r.alias or r.origin.name) for r in message_parser().rules}
     text = (ROOT / "grammars" / "messages.lark").read_text()
     block = text.split("?message:", 1)[1].split("\n\n", 1)[0]
@@ -176,8 +176,8 @@ def test_find_anchor_is_the_anchor_regex_search():
 def test_a_message_hard_wrapped_by_a_terminal_is_read_whole(width):
     # The real KV shortfall of 088 (543 characters behind its process prefix), wrapped at the width
     # as a terminal does, mid-word: the anchor "max seq len (" and the estimate 15488 fall apart.
-    from advisor.continuation import continued_facts
-    from advisor.sources import Line
+    from advisor.ingest.sources import Line
+    from advisor.parse.continuation import continued_facts
     text = fixture_line("088-", 89)
     rows = [Line(n + 1, text[i:i + width]) for n, i in enumerate(range(0, len(text), width))]
     facts = [f for f in continued_facts(rows, parse_line) if f.kind == "kv_cache_error"]

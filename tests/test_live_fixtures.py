@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from advisor import sources
-from advisor.report import analyze
 from conftest import FIXTURES, analyze_fixture
+
+from advisor.ingest import sources
+from advisor.report.build import analyze
 
 LIVE = FIXTURES / "live"
 # One capture per side JSON; the name is its path under fixtures/live without the suffix.

@@ -13,9 +13,9 @@ import urllib.request
 import pytest
 from conftest import fixture_path, free_port, sigint_default
 
-from advisor.follow import follow
-from advisor.metrics import FollowCounters, serve
-from advisor.stream import StreamEngine
+from advisor.stream.engine import StreamEngine
+from advisor.stream.follow import follow
+from advisor.stream.metrics import FollowCounters, serve
 
 
 def scrape(server, path: str = "/metrics") -> str:

@@ -5,13 +5,12 @@ import os
 import shlex
 
 import pytest
-
+from conftest import CORPUS
+from contract import analyze_bytes, check_report
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.command import CommandError
-from contract import analyze_bytes, check_report
-from conftest import CORPUS
 
 # CI runs a bounded number of examples; ADVISOR_FUZZ_EXAMPLES=100000 runs a long fuzz locally.
 EXAMPLES = int(os.environ.get("ADVISOR_FUZZ_EXAMPLES", "200"))

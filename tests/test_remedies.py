@@ -4,12 +4,12 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from advisor import sources
-from advisor.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE, MAX_UTILIZATION
-from advisor.report import analyze, parse
-from advisor.timeline import split_runs
 from conftest import FIXTURES
+
+from advisor.ingest import sources
+from advisor.report.build import analyze, parse
+from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE, MAX_UTILIZATION
+from advisor.timeline import split_runs
 
 # Every log; not fixtures/wordings, a list of sample lines of unrelated servers rather than one log.
 LOGS = sorted(path for path in FIXTURES.rglob("*.log") if path.parent.name != "wordings")

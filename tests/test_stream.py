@@ -4,11 +4,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
-from advisor import sources
-from advisor.stream import StreamEngine
-
 from conftest import analyze_fixture, corpus_cases, fixture_path
+
+from advisor.stream.engine import StreamEngine
 
 
 def physical_lines(name: str) -> list[bytes]:

@@ -7,7 +7,7 @@ from collections import Counter
 
 from conftest import fixture_path
 
-from advisor.stream import StreamEngine
+from advisor.stream.engine import StreamEngine
 
 LINES = 5_000_000
 FIRST = 1_000_000

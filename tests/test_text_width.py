@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from advisor.reports import text
+from advisor.report.formats import text
 from test_live_fixtures import CAPTURES, analyze_capture
 
 TOP_LEVEL = [name for name in CAPTURES if "/" not in name]

@@ -6,9 +6,10 @@ import socket
 import sys
 
 import pytest
-
-from advisor import cli, live
 from conftest import ROOT, analyze_fixture, fixture_path
+
+from advisor import cli
+from advisor.live import verify as live
 
 sys.path.insert(0, str(ROOT / "tools"))
 import verify_table  # noqa: E402

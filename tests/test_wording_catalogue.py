@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 
 import pytest
-
-from advisor.facts import number
-from advisor.grammar import parse_line
 from conftest import ROOT
+
+from advisor.parse.facts import number
+from advisor.parse.grammar import parse_line
 
 sys.path.insert(0, str(ROOT / "tools" / "wordings"))
 import catalogue  # noqa: E402

@@ -10,10 +10,11 @@ from itertools import cycle
 from pathlib import Path
 
 import pytest
-
-from advisor import scan, sources
-from advisor.report import analyze, parse
 from conftest import FIXTURES
+
+from advisor.fast import scan
+from advisor.ingest import sources
+from advisor.report.build import analyze, parse
 
 LOGS = sorted(FIXTURES.rglob("*.log"))
 

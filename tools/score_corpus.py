@@ -14,8 +14,8 @@ import math
 import sys
 from pathlib import Path
 
-from advisor import sources
-from advisor.report import analyze
+from advisor.ingest import sources
+from advisor.report.build import analyze
 
 
 def main(argv: list[str]) -> int:

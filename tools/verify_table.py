@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from advisor import live  # noqa: E402  (needs the repo on sys.path first)
+from advisor.live import verify as live  # noqa: E402  (needs the repo on sys.path first)
 
 RESULTS = ROOT / "fixtures/verify-scenarios.json"
 README = ROOT / "README.md"

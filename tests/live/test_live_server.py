@@ -1,11 +1,11 @@
-"""Start a real vLLM server on a tiny local model through advisor.live_server."""
+"""Start a real vLLM server on a tiny local model through advisor.live.server."""
 
 from __future__ import annotations
 
 import pytest
-
-from advisor import live_server
 from conftest import VLLM_PYTHON
+
+from advisor.live import server as live_server
 
 pytestmark = pytest.mark.live
 

@@ -1,4 +1,4 @@
-"""advisor.live_server without vLLM: process-group cleanup, readiness and /metrics parsing."""
+"""advisor.live.server without vLLM: process-group cleanup, readiness and /metrics parsing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from advisor import live_server
+from advisor.live import server as live_server
 
 METRICS_TEXT = """\
 # HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor import live, live_server, sources
-from advisor.report import analyze
+from advisor.ingest import sources
+from advisor.live import server as live_server
+from advisor.live import verify as live
+from advisor.report.build import analyze
 from conftest import FIXTURES, ROOT, VLLM_PYTHON
 
 sys.path.insert(0, str(ROOT / "tools"))

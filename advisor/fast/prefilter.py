@@ -1,0 +1,111 @@
+"""Literal prefilter: the words every anchor of the grammar contains, found in raw bytes by a multi-literal matcher."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+from advisor.parse.grammar import anchor_words
+
+# sources.clean() deletes these before the grammar sees a line, so they may split an anchor
+# ("CUDA \x1b[1mout of memory"): a line holding one is always a candidate.
+CLEANED_AWAY = ("\x1b", "^[[", "\x00")
+# A journald JSON record's MESSAGE is decoded first (JSON escapes, or a list of byte values), so
+# its anchors may not be in the raw bytes at all: a line holding the key is always a candidate.
+JOURNAL_KEY = '"MESSAGE"'
+
+
+def anchor_literals() -> tuple[bytes, ...]:
+    """The literals that find every line on which the grammar can state a fact."""
+    return tuple(dict.fromkeys(word.encode() for word in (*anchor_words(), *CLEANED_AWAY, JOURNAL_KEY)))
+
+
+# A matcher takes a buffer and returns the offsets of every literal hit (any order, repeats allowed).
+Matcher = Callable[[bytes], list[int]]
+
+
+def find_matcher(literals: tuple[bytes, ...]) -> Matcher:
+    """Portable engine: one C-speed bytes.find pass per literal, skipping to the next line after a hit."""
+    def offsets(buffer: bytes) -> list[int]:
+        hits = []
+        for literal in literals:
+            find, position = buffer.find, 0
+            while (hit := find(literal, position)) >= 0:
+                hits.append(hit)
+                end = buffer.find(b"\n", hit)
+                position = end + 1 if end >= 0 else len(buffer)
+        return hits
+    return offsets
+
+
+def hyperscan_matcher(literals: tuple[bytes, ...]) -> Matcher:
+    """Hyperscan engine: all literals in one pass over the buffer (Teddy/FDR SIMD literal matching)."""
+    import hyperscan
+
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=[_hyperscan_literal(literal) for literal in literals],
+                     ids=list(range(len(literals))), elements=len(literals))
+    scratch = hyperscan.Scratch(database)
+
+    def offsets(buffer: bytes) -> list[int]:
+        hits: list[int] = []
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            hits.append(end - 1)  # any offset inside the line will do
+        database.scan(buffer, match_event_handler=on_match, scratch=scratch)
+        return hits
+    return offsets
+
+
+def ahocorasick_matcher(literals: tuple[bytes, ...]) -> Matcher:
+    """ahocorasick-rs engine: one Aho-Corasick pass in Rust. Non-overlapping matches are enough:
+    a literal hidden by an overlapping match shares its line, as no literal holds a newline."""
+    from ahocorasick_rs import BytesAhoCorasick
+
+    automaton = BytesAhoCorasick(list(literals))
+
+    def offsets(buffer: bytes) -> list[int]:
+        return [start for _, start, _ in automaton.find_matches_as_indexes(buffer)]
+    return offsets
+
+
+def _hyperscan_literal(literal: bytes) -> bytes:
+    # Hyperscan takes regular expressions: escape every byte as \xHH so the literal stays literal.
+    return b"".join(b"\\x%02x" % byte for byte in literal)
+
+
+# Fastest first; the first whose module imports is the default. "find" needs nothing.
+ENGINES: dict[str, Callable[[tuple[bytes, ...]], Matcher]] = {
+    "hyperscan": hyperscan_matcher, "ahocorasick": ahocorasick_matcher, "find": find_matcher}
+
+
+@cache
+def matcher(engine: str | None = None) -> Matcher:
+    """The named engine, or the fastest one that imports here, for the literals of two bytes or more;
+    single bytes (ESC, NUL) are found by bytes.find, at memchr speed."""
+    literals = anchor_literals()
+    longer = tuple(literal for literal in literals if len(literal) > 1)
+    builds = [ENGINES[engine]] if engine is not None else list(ENGINES.values())
+    for build in builds:
+        try:
+            return _with_bytes(build(longer), [literal for literal in literals if len(literal) == 1])
+        except ImportError:
+            continue
+    raise AssertionError("the find engine needs no import")
+
+
+def _with_bytes(find_longer: Matcher, single_bytes: list[bytes]) -> Matcher:
+    # A one-byte literal makes the multi-literal engines several times slower over the whole buffer,
+    # and these bytes (ESC, NUL) are rare: memchr finds that a block holds none almost for free.
+    # In a coloured log they are on every line: one hit per line is enough.
+    def offsets(buffer: bytes) -> list[int]:
+        hits = find_longer(buffer)
+        for byte in single_bytes:
+            hit = buffer.find(byte)
+            while hit >= 0:
+                hits.append(hit)
+                end = buffer.find(b"\n", hit)
+                if end < 0:
+                    break
+                hit = buffer.find(byte, end + 1)
+        return hits
+    return offsets

@@ -1,0 +1,313 @@
+"""Parse cache for lines that differ only in digits: parse once per template, re-read the digits each time."""
+from __future__ import annotations
+
+import re
+from operator import attrgetter
+
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError
+
+from advisor.ingest.sources import stripped_prefix
+from advisor.parse.facts import Fact, number
+from advisor.parse.grammar import find_anchor, parse_line
+
+# A key keeps every character but makes every ASCII digit "0": same length, so every token of
+# a cached tree sits at the same offsets in any line with the same key.
+DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+# The same key as UTF-8 bytes, ten times quicker to make: only ASCII digits are ASCII digit bytes.
+DIGIT_BYTES_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# Terminals that tell one digit from another (a literal digit, a class like [45]), and a regex
+# that finds every line where such a terminal could match. Those lines bypass the cache.
+# tests/test_fast_path.py recomputes the set from the grammars and fails if it changes.
+DIGIT_SENSITIVE = {
+    "A_INITIALIZING": r"V\d",            # "Initializing a V1 LLM engine"
+    "A_FP8_TYPE_UNSUPPORTED": r"fp\d",   # "type fp8e4nv not supported"
+    "A_HTTP_STATUS": r'" \d',            # 'HTTP/1.1" 500': only 4xx and 5xx are anchors
+    "A_WEIGHT_KERNEL": r"w\da\d",        # "def _w8a8_triton_block_scaled_mm("
+}
+# Digit-uniform itself, so two lines with one key either both match it or neither does.
+BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))
+MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears and refills
+# Recipes and trees are kept for lines up to this long: longer ones are rare (launch arguments,
+# long error messages) and go the plain way, so MAX_TEMPLATES keys hold 4 MB at most (4096 lines
+# of 64 KB, each with its tree, held 700 MB).
+MAX_CACHED_LINE = 1024
+
+
+class TemplateCache:
+    """A `parse(parser, text)` for grammar.parse_line that reuses the tree of an earlier line of the same shape.
+
+    Exact because every terminal outside DIGIT_SENSITIVE treats all digits alike: changing
+    digits without moving them leaves the lexer's choices, the token boundaries and the tree
+    shape unchanged; only token values change, and those are re-read from the new line.
+    """
+
+    def __init__(self) -> None:
+        self.trees: dict[tuple[int, str], Tree | LarkError] = {}
+
+    def parse(self, parser: Lark, text: str) -> Tree:
+        if len(text) > MAX_CACHED_LINE or BYPASS.search(text):
+            return parser.parse(text)
+        key = (id(parser), text.translate(DIGITS_TO_ZERO))
+        cached = self.trees.get(key)
+        if cached is None:
+            if len(self.trees) >= MAX_TEMPLATES:
+                self.trees.clear()
+            try:
+                cached = self.trees[key] = parser.parse(text)
+            except LarkError as error:
+                self.trees[key] = error
+                raise
+            return cached
+        if isinstance(cached, LarkError):
+            raise cached
+        return _with_text(cached, text)
+
+
+def _with_text(node, text: str):
+    """A copy of a tree whose tokens take their values from `text` at the same offsets."""
+    if isinstance(node, Token):
+        return node.update(value=text[node.start_pos:node.end_pos])
+    if isinstance(node, Tree):
+        return Tree(node.data, [_with_text(child, text) for child in node.children])
+    return node  # None for an absent optional part
+
+
+# A number as the probes change it: digits, maybe one decimal part. A value read from a longer
+# token ("1,048,576", "2.5GiB") changes with several spans or not like number(): no recipe then.
+NUMBER_SPAN = re.compile(r"\d+(?:\.\d+)?")
+PROCESS = "@process"  # a recipe place for the process tag, not a value name
+SHIFT_DIGITS = str.maketrans("0123456789", "1234567890")
+
+
+class FactTemplates:
+    """parse_line for repeated line shapes: learn once which number in the line is which fact value.
+
+    For a new template the line is parsed, then parsed again with every digit changed, and when
+    that leaves any doubt, once per number with only that number's digits changed (cheap: the
+    tree cache serves those parses). A value that follows exactly one number as `number()` reads
+    it is re-read from that place in later lines, into a PackedFact; when anything else moves
+    (words, kinds, a value tied to two numbers), the template keeps parsing every line. Lines of
+    one template share the tree shape (see TemplateCache), so the facts differ only in these
+    values and the line number.
+    """
+
+    def __init__(self) -> None:
+        self.trees = TemplateCache()
+        self.recipes: dict[bytes, _Recipe | None] = {}
+        self.raw_recipes: dict[bytes, _Recipe | None] = {}
+
+    def parse_raw(self, raw: bytes, line: int) -> list[PackedFact] | None:
+        """The facts of the one line sources.line_segments makes of these raw bytes, read by a recipe
+        straight from them; None when the line must be decoded, cleaned and parsed (parse_line).
+
+        Keyed by the raw bytes with digits zeroed: lines of one such key lose the same prefix to
+        cleaning (see stripped_prefix), so their texts share a key too, and so a recipe."""
+        if len(raw) > MAX_CACHED_LINE:
+            return None
+        key = raw.translate(DIGIT_BYTES_TO_ZERO)
+        if key not in self.raw_recipes:
+            if len(self.raw_recipes) >= MAX_TEMPLATES:
+                self.raw_recipes.clear()
+            self.raw_recipes[key] = self._learn_raw(raw)
+        recipe = self.raw_recipes[key]
+        return None if recipe is None else recipe.apply(raw, line)
+
+    def _learn_raw(self, raw: bytes) -> _Recipe | None:
+        prefix = stripped_prefix(raw)
+        if prefix is None:
+            return None
+        text = raw[prefix:].decode("ascii")
+        if BYPASS.search(text):
+            return None
+        recipe = self._learn(text)  # of no facts for a text without an anchor
+        return recipe and recipe.moved(prefix)
+
+    def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
+        if len(text) > MAX_CACHED_LINE or BYPASS.search(text):
+            return parse_line(text, line, self.trees.parse)
+        key = text.encode("utf-8", "surrogatepass").translate(DIGIT_BYTES_TO_ZERO)
+        if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor
+            if not find_anchor(text):
+                return []
+            if len(self.recipes) >= MAX_TEMPLATES:
+                self.recipes.clear()
+            self.recipes[key] = self._learn(text)
+        recipe = self.recipes[key]
+        return recipe.apply(text, line) if recipe else parse_line(text, line, self.trees.parse)
+
+    def _learn(self, text: str) -> _Recipe | None:
+        facts = parse_line(text, 0, self.trees.parse)
+        spans = [span.span() for span in NUMBER_SPAN.finditer(text)]
+        return _learn_at_once(text, facts, spans, self.trees.parse) or self._learn_one_by_one(text, facts, spans)
+
+    def _learn_one_by_one(self, text: str, facts: list[Fact], spans: list[tuple[int, int]]) -> _Recipe | None:
+        sources: dict[tuple[int, str], tuple[int, int]] = {}
+        for start, end in spans:
+            probe = text[:start] + text[start:end].translate(SHIFT_DIGITS) + text[end:]
+            probed = parse_line(probe, 0, self.trees.parse)
+            changed = _changed_values(facts, probed)
+            if changed is None:
+                return None
+            for index, name in changed:
+                if name == PROCESS:  # "(APIServer pid=12646)": the tag is copied from the line
+                    where = _copied_from(text, probe, facts[index].process, probed[index].process)
+                    if where is None:
+                        return None
+                    sources[index, name] = where
+                elif (index, name) in sources or not _reads(facts[index].values[name], text[start:end]):
+                    return None
+                else:
+                    sources[index, name] = (start, end)
+        return _recipe(facts, sources, text)
+
+
+def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], parse) -> _Recipe | None:
+    """The recipe from one probe with every digit changed, when each changed value reads as exactly
+    one number of the line before and after: a line has a dozen numbers, and a probe costs as
+    much as a parse. None when that is not so (the caller then probes number by number)."""
+    probe = text.translate(SHIFT_DIGITS)
+    probed = parse_line(probe, 0, parse)
+    changed = _changed_values(facts, probed)
+    if changed is None:
+        return None
+    sources: dict[tuple[int, str], tuple[int, int]] = {}
+    for index, name in changed:
+        if name == PROCESS:
+            where = _copied_from(text, probe, facts[index].process, probed[index].process)
+        else:
+            before, after = facts[index].values[name], probed[index].values[name]
+            found = [(start, end) for start, end in spans
+                     if _reads(before, text[start:end]) and _reads(after, probe[start:end])]
+            where = found[0] if len(found) == 1 else None
+        if where is None:
+            return None
+        sources[index, name] = where
+    return _recipe(facts, sources, text)
+
+
+def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], text: str) -> _Recipe | None:
+    """The recipe that reads these sources, unless one of them may read a value a Fact would drop."""
+    readers = {place: _reader(text[start:end]) for place, (start, end) in sources.items() if place[1] != PROCESS}
+    if None in readers.values():
+        return None
+    plans = [[(*sources[index, name], readers[index, name]) if (index, name) in sources else (0, 0, _constant(value))
+              for name, value in fact.values.items()] for index, fact in enumerate(facts)]
+    return _Recipe(facts, plans, [sources.get((index, PROCESS)) for index in range(len(facts))])
+
+
+class _Recipe:
+    __slots__ = ("facts", "names", "plans", "process_spans", "processes")
+
+    def __init__(self, facts: list[Fact], plans: list[list], process_spans: list[tuple[int, int] | None]):
+        self.facts = facts
+        self.names = [tuple(fact.values) for fact in facts]
+        # Per fact, per value in order: (start, end, reader) of its number in the line.
+        self.plans = plans
+        self.process_spans = process_spans
+        self.processes: dict[str | bytes, str] = {}  # one string per process tag, not one per line
+
+    def moved(self, prefix: int) -> _Recipe:
+        """This recipe for lines that carry `prefix` more characters in front of the text."""
+        plans = [[(start + prefix, end + prefix, read) for start, end, read in plan] for plan in self.plans]
+        spans = [span and (span[0] + prefix, span[1] + prefix) for span in self.process_spans]
+        return _Recipe(self.facts, plans, spans)
+
+    def apply(self, text: str | bytes, line: int) -> list[PackedFact]:
+        """The facts of a line of this recipe's key: its text, or its raw ASCII bytes (int and float read bytes)."""
+        out = []
+        for fact, names, plan, process_span in zip(self.facts, self.names, self.plans, self.process_spans):
+            numbers = tuple([read(text[start:end]) for start, end, read in plan])
+            process = fact.process
+            if process_span:
+                tag = text[process_span[0]:process_span[1]]
+                process = self.processes.get(tag)
+                if process is None:
+                    process = self.processes[tag] = tag if type(tag) is str else tag.decode("ascii")
+            out.append(PackedFact(fact, names, line, numbers, process))
+        return out
+
+
+def _constant(value):
+    """The reader of a value that no number of the line changes."""
+    return lambda _: value
+
+
+def _reader(span_text: str):
+    """number() for every span of this one's shape (same digit count, same point), made cheap: with
+    a point it is float(); up to 15 digits a float holds the integer exactly, so it is int().
+
+    None when a span of this shape may read a value that a Fact drops (facts.plausible): up to 15
+    digits before the point stay below MAX_FIGURE, up to 6 after it reach MIN_FIGURE unless all 0.
+    """
+    whole, point, decimals = span_text.partition(".")
+    if len(whole) > 15 or len(decimals) > 6:
+        return None
+    return float if point else int
+
+
+class PackedFact:
+    """A Fact read by a recipe, kept as its template, line and numbers: a day of stats lines fits in
+    little memory. It reads like a Fact (values are rebuilt on each access) and equals the Fact it stands for."""
+
+    __slots__ = ("template", "kind", "names", "line", "numbers", "process")
+
+    def __init__(self, template: Fact, names: tuple[str, ...], line: int, numbers: tuple, process: str | None):
+        self.template, self.kind, self.names = template, template.kind, names
+        self.line, self.numbers, self.process = line, numbers, process
+
+    # The template's, read by attrgetter: these are read for every event of a long run.
+    text = property(attrgetter("template.text"))
+    args = property(attrgetter("template.args"))
+    level = property(attrgetter("template.level"))
+
+    def values_copy(self) -> dict:
+        return dict(zip(self.names, self.numbers))
+
+    values = property(values_copy)  # a new dict on each read: nothing else holds it
+
+    def __reduce__(self):  # to the parent process: a short tuple, the template pickled once per list
+        return PackedFact, (self.template, self.names, self.line, self.numbers, self.process)
+
+    def as_fact(self) -> Fact:
+        return self.template.model_copy(update={"line": self.line, "values": self.values, "process": self.process})
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedFact):
+            other = other.as_fact()
+        return self.as_fact() == other if isinstance(other, Fact) else NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Packed{self.as_fact()!r}"
+
+
+def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, str]] | None:
+    """The (fact index, value name) pairs that differ, or None when more than values changed."""
+    if len(facts) != len(probed):
+        return None
+    changed = []
+    for index, (fact, other) in enumerate(zip(facts, probed)):
+        if (fact.kind, fact.text, fact.args, fact.level, fact.values.keys()) != \
+                (other.kind, other.text, other.args, other.level, other.values.keys()):
+            return None
+        if fact.process != other.process:
+            changed.append((index, PROCESS))
+        changed += [(index, name) for name, value in fact.values.items()
+                    if (type(value), value) != (type(other.values[name]), other.values[name])]
+    return changed
+
+
+def _reads(value, span_text: str) -> bool:
+    """Whether a value is exactly number() of this span, type included."""
+    read = number(span_text)
+    return (type(value), value) == (type(read), read)
+
+
+def _copied_from(text: str, probe: str, process: str | None, probed: str | None) -> tuple[int, int] | None:
+    """Where the process tag sits in the line, if the probe's tag sits at the same place."""
+    start = text.find(process) if process and probed else -1
+    if start < 0 or probe[start:start + len(process)] != probed:
+        return None
+    return start, start + len(process)

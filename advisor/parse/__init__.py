@@ -1,0 +1,1 @@
+"""Parsing: the Lark grammars over each line, and their transformer into typed facts."""

@@ -1,0 +1,158 @@
+"""Messages cut by the end of their line, read on into the lines that continue them.
+
+A terminal hard-wraps a long line at its width, mid-word; an exception's text can hold newlines of
+its own. parse_line leaves a CUT mark where a line may end inside a message: the grammar ran out of
+text before the message was complete, the line ends on the first part of the grammar's words (an
+anchor's "max seq" before " len ("), or a message ends on a number a wrap may have cut. The next
+lines continue it when they start no record of their own (no envelope, no traceback line) and the
+joined text says more than the line alone; it goes through the grammar again, so the grammar stays
+the one source of facts.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from advisor.ingest.sources import Line
+from advisor.parse.facts import Fact
+from advisor.parse.grammar import CUT, anchor_regex, split_envelope
+
+# A message is read on into at most this many lines: nine terminal rows of 80 columns hold the
+# longest error the grammar reads in parts (the KV shortfall with its estimate and its advice,
+# behind a process prefix).
+MAX_FOLLOWING = 8
+# Lines longer than this are no terminal's rows: they are not read on into, nor continue another
+# (and a hostile log of 64 KB lines full of anchors does not cost a parse of joined megabytes).
+MAX_ROW = 2048
+# join()'s answer when the lines given do not settle it and more may come.
+MORE = "more"
+# What begins a line of its own in a traceback, besides an envelope.
+TRACEBACK_STARTS = ("Traceback (most recent call last)", 'File "', "During handling of", "The above exception")
+
+ParseLine = Callable[[str, int], list]
+
+
+def is_cut(facts: Sequence[Fact]) -> bool:
+    return any(fact.kind == CUT for fact in facts)
+
+
+def without_cut(facts: Sequence[Fact]) -> list:
+    return [fact for fact in facts if fact.kind != CUT]
+
+
+def reading(facts: Sequence[Fact]) -> list[tuple[str, dict]]:
+    return [(fact.kind, dict(fact.values)) for fact in facts if fact.kind != CUT]
+
+
+def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) -> bool:
+    """Whether the joined text says more than the line alone: a message more, a value more, or a
+    value the line's end had cut ("1" of "15488"); and nothing less."""
+    if not Counter(kind for kind, _ in joined) >= Counter(kind for kind, _ in alone):
+        return False
+    return len(joined) > len(alone) or any(values != dict(alone_values) for (_, values), (_, alone_values)
+                                           in zip(joined, alone))
+
+
+def starts_record(text: str) -> bool:
+    """Whether a line begins something of its own rather than continuing the line before it."""
+    body = text.strip()
+    if not body or body.startswith(TRACEBACK_STARTS):
+        return True
+    envelope = split_envelope(text)
+    if envelope.level or envelope.process:
+        return True
+    found = anchor_regex().match(envelope.body)
+    return found is not None and found.lastgroup == "A_EXCEPTION"
+
+
+def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequence[str], parse: ParseLine,
+         final: bool):
+    """The facts of `text` (whose own are `facts_alone`) read on into the next lines' texts, and how
+    many of them it took: (facts, used); None when they do not continue its cut message; MORE when
+    they end with the message still cut and further lines may come (`final` is false and fewer than
+    MAX_FOLLOWING given)."""
+    if len(text) > MAX_ROW:
+        return None
+    alone = reading(facts_alone)
+    joined, continuation = text, ""
+    for used, line in enumerate(following[:MAX_FOLLOWING], 1):
+        if len(line) > MAX_ROW or starts_record(line):
+            return None
+        still_cut = None
+        # A terminal wraps mid-word and keeps every space; a newline in an exception's text stood
+        # for a space: the space is tried only where nothing reads on without it.
+        for separator in ("", " "):
+            facts = parse(joined + separator + line, number)
+            # What the next lines say by themselves is theirs: the join must add to the cut message.
+            added = without(reading(facts), reading(parse(continuation + separator + line, number)))
+            if not is_cut(facts) and reads_more(added, alone):
+                return facts, used
+            if is_cut(facts):
+                still_cut = (joined + separator + line, continuation + separator + line)
+                break
+        if still_cut is None:
+            return None
+        joined, continuation = still_cut
+    return MORE if not final and len(following) < MAX_FOLLOWING else None
+
+
+def without(facts: list[tuple[str, dict]], others: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """`facts` less one of each of `others` it holds."""
+    left = list(facts)
+    for other in others:
+        if other in left:
+            left.remove(other)
+    return left
+
+
+def continued_facts(lines: Iterable[Line], parse: ParseLine) -> Iterator[Fact]:
+    """Every fact of every line, in order, a cut message read on into the lines that continue it.
+
+    Lines are taken as the physical lines they are: the segments of one (split by lone CRs) share its
+    number. Only a physical line of one segment continues another; the cut one may have several.
+    """
+    physical = _physical_lines(lines)
+    ahead: list[tuple[int, list[str]]] = []
+    while True:
+        if ahead:
+            number, texts = ahead.pop(0)
+        else:
+            number, texts = next(physical, (None, None))
+            if number is None:
+                return
+        facts = [fact for text in texts[:-1] for fact in without_cut(parse(text, number))]
+        last = parse(texts[-1], number)
+        if not is_cut(last):
+            yield from facts + last
+            continue
+        while len(ahead) < MAX_FOLLOWING and (nxt := next(physical, None)) is not None:
+            ahead.append(nxt)
+        following = [group[1][0] for group in _single_segment_prefix(ahead)]
+        joined = join(texts[-1], last, number, following, parse, final=True)
+        if joined is None:
+            yield from facts + without_cut(last)
+            continue
+        joined_facts, used = joined
+        yield from facts + without_cut(joined_facts)
+        del ahead[:used]
+
+
+def _physical_lines(lines: Iterable[Line]) -> Iterator[tuple[int, list[str]]]:
+    number, texts = None, []
+    for line in lines:
+        if line.number != number and texts:
+            yield number, texts
+            texts = []
+        number = line.number
+        texts.append(line.text)
+    if texts:
+        yield number, texts
+
+
+def _single_segment_prefix(groups: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
+    prefix = []
+    for group in groups:
+        if len(group[1]) != 1:
+            break
+        prefix.append(group)
+    return prefix

@@ -1,0 +1,321 @@
+"""The Lark grammars: split a line into its envelope and body, and find the messages in the body."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import lark
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+from advisor.parse.facts import Fact
+from advisor.parse.messages import ToFacts
+
+# For each regex anchor, literals of which every match of the anchor contains at least one.
+# String anchors need no entry: the string is its own literal. tests/test_fast_path.py fails
+# when an anchor is added to the grammar without a line here. The prefilter looks for them in
+# raw bytes, find_anchor in a line's text.
+REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
+    "A_DEVICE_BLOCKS": (" blocks:",),
+    "A_KV_CACHE_SIZE": (" KV cache size:",),
+    "A_PROFILE_ROW": ("total_gpu_memory", "gpu_memory_utilization", "available_kv_cache_memory",
+                      "non_torch_memory", "PyTorch activation peak memory"),
+    "A_CPU_KV_SET": ("Explicitly set", "Auto set"),
+    "A_CAPTURING": ("Capturing cudagraphs", "Capturing CUDA graph", "Capturing the model for CUDA graphs"),
+    "A_PREEMPTION_TOTAL": ("cumulative_preemption",),
+    "A_ENGINE_ID": ("Avg prompt throughput",),
+    "A_CUDA_OOM": (" out of memory.",),
+    "A_FAILED_CREATE_WEIGHTS": ("Failed to create ",),
+    "A_CUDA_ERROR_OOM": ("CUDA error: out of memory", "CUDA_ERROR_OUT_OF_MEMORY"),
+    "A_INITIALIZING": ("Initializing a",),
+    "A_NAMESPACE": ("args: Namespace(",),
+    "A_SERVER_VERSION": ("vLLM API server version", "vLLM version"),
+    "A_BANNER_VERSION": ("█  version ",),
+    "A_FP8_TYPE_UNSUPPORTED": (" not supported in this architecture",),
+    "A_KV_DTYPE_UNSUPPORTED": (" kv-cache is not supported",),
+    "A_WEIGHT_KERNEL": ("def ",),
+    "A_NCCL_ERROR": ("NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError"),
+    "A_ADDRESS_IN_USE": ("ddress already in use", "EADDRINUSE"),
+    "A_INSPECTING_FAILED": ("Error in inspecting model architecture", "failed to be inspected"),
+    "A_ENGINE_START_FAILED": ("EngineCore failed to start", "Engine core initialization failed",
+                              "Engine process failed to start", "EngineCoreProc failed to start",
+                              "Timed out waiting for ", "Frontend process failed during engine core"),
+    "A_ENGINE_FATAL": ("EngineCore encountered a fatal error", "EngineCore hit an exception"),
+    "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already", "Engine core proc "),
+    "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG", "Shutdown initiated"),
+    "A_DECODER_PROMPT": ("prompt (length",),
+    # HTTP/1.1" 4xx or 5xx: the quote and space before the status are fixed, the version is not.
+    "A_HTTP_STATUS": ('" 4', '" 5'),
+    "A_SWAP_TOO_LARGE": ("oo large swap space",),
+    "A_KILLED_FOR_MEMORY": ("OOMKilled", "oom-kill", "killed by the OOM killer"),
+    "A_RESTART_LOOP": ("CrashLoopBackOff", "Back-off restarting failed container"),
+    "A_SERVING_CALL": ("run_busy_loop(", "run_engine_loop(", "_process_engine_step(", "step_with_batch_queue(",
+                       "engine_step("),
+    "A_EXCEPTION_CHAIN": ("The above exception was the direct cause", "During handling of the above exception"),
+    "A_EXCEPTION": ("Error", "Exception", "Interrupt", "Exit"),
+}
+# Facts about the shape of a traceback count only where they start the line's body;
+# elsewhere "ValueError" or 'File "' is just a word inside a sentence.
+STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
+# Real lines state a few messages; a hostile one full of anchors must not cost a parse per anchor.
+MAX_ANCHORS_PER_LINE = 32
+# The kind of the mark a message leaves when the end of its line cuts it short (see advisor.parse.continuation).
+CUT = "cut"
+
+
+def data_dir(name: str) -> Path:
+    """A data folder shipped in the wheel (advisor/data/grammars), or the repository's top-level one."""
+    packaged = Path(str(resources.files("advisor"))) / "data" / name
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / name
+
+
+@cache
+def envelope_parser() -> Lark:
+    return _lalr_parser("envelope.lark")
+
+
+@cache
+def message_parser() -> Lark:
+    return _lalr_parser("messages.lark")
+
+
+def _lalr_parser(file_name: str) -> Lark:
+    """The LALR parser of a grammar file, its tables loaded from the user's cache when built before:
+    building them takes longer than analysing a small log (lark checks the grammar's hash on load)."""
+    grammar = (data_dir("grammars") / file_name).read_text()
+    return Lark(grammar, parser="lalr", lexer="contextual", cache=_cache_file(grammar) or False)
+
+
+def _cache_file(grammar: str) -> str | None:
+    """A file for the parser tables in $XDG_CACHE_HOME/vllm-advisor, or None where none can be made.
+
+    Named by the grammar's and lark's versions, so installed versions of the advisor never share one.
+    """
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(home) / "vllm-advisor"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home, a sandbox: build the tables every time
+        return None
+    digest = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:16]
+    return str(folder / f"grammar-{digest}.lark-tables")
+
+
+@cache
+def anchor_terminals() -> tuple[tuple[str, str], ...]:
+    """(name, regular expression) of each anchor terminal (A_*): the words a message can start with."""
+    return tuple((t.name, t.pattern.to_regexp()) for t in message_parser().terminals if t.name.startswith("A_"))
+
+
+@cache
+def anchor_regex() -> re.Pattern:
+    """All anchors in one pattern; the name of the group that matched is the anchor's terminal."""
+    return re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in anchor_terminals()))
+
+
+@cache
+def anchor_words() -> tuple[str, ...]:
+    """Words of which every anchor match holds one: string anchors, and REGEX_ANCHOR_LITERALS."""
+    words = [word for terminal in message_parser().terminals if terminal.name.startswith("A_")
+             for word in _words_of(terminal)]
+    return tuple(dict.fromkeys(words))
+
+
+def _words_of(anchor) -> tuple[str, ...]:
+    """The words of which every match of an anchor terminal holds one."""
+    return (anchor.pattern.value,) if anchor.pattern.type == "str" else REGEX_ANCHOR_LITERALS[anchor.name]
+
+
+# Text from which find_anchor searches anchor by anchor: the one regex of all anchors tries each
+# of them at every character (about 1.5 µs a character), each anchor alone skips to its own words.
+LONG_TEXT = 1024
+
+
+@cache
+def anchor_searches() -> tuple[tuple[re.Pattern, tuple[str, ...]], ...]:
+    """Each anchor's own pattern, with the words of which every match of it holds one."""
+    return tuple((re.compile(terminal.pattern.to_regexp()), _words_of(terminal))
+                 for terminal in message_parser().terminals if terminal.name.startswith("A_"))
+
+
+def find_anchor(text: str, position: int = 0) -> re.Match | None:
+    """anchor_regex().search(text, position), quicker on long text (a 60 KB line: 0.1 s before)."""
+    return AnchorSearch(text).find(position)
+
+
+class AnchorSearch:
+    """The anchors of one text, found from ever later places: anchor_regex().search, quicker.
+
+    Where no anchor word is left there is no anchor. In long text each anchor is searched alone
+    and the regex of all of them matched where the first one starts: the same match, as an
+    alternation matches at the first place where one of its branches does. Each anchor's next
+    start is kept, so a line's messages, found one after another, search its text once.
+    """
+
+    __slots__ = ("text", "starts")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts: list[int] | None = None  # each anchor's next start (len(text) for none), once long
+
+    def find(self, position: int = 0) -> re.Match | None:
+        text = self.text
+        if not any(text.find(word, position) >= 0 for word in anchor_words()):
+            return None
+        if len(text) - position <= LONG_TEXT:
+            return anchor_regex().search(text, position)
+        if self.starts is None:
+            self.starts = [-1] * len(anchor_searches())
+        starts = self.starts
+        for index, (search, words) in enumerate(anchor_searches()):
+            if starts[index] < position:
+                # Where none of its words is left, the anchor is not either: no regex walk needed.
+                found = search.search(text, position) if any(text.find(w, position) >= 0 for w in words) else None
+                starts[index] = found.start() if found else len(text)
+        first = min(starts)
+        return anchor_regex().match(text, first) if first < len(text) else None
+
+
+class Envelope:
+    """What the envelope grammar found: process tag, level, source file, and where the body starts."""
+
+    __slots__ = ("process", "level", "body")
+
+    def __init__(self, process: str | None, level: str | None, body: str):
+        self.process, self.level, self.body = process, level, body
+
+
+def _lark_parse(parser: Lark, text: str) -> Tree:
+    return parser.parse(text)
+
+
+def split_envelope(text: str, parse=_lark_parse) -> Envelope:
+    try:
+        tree = parse(envelope_parser(), text)
+    except LarkError:
+        return Envelope(None, None, text.strip())
+    process = level = None
+    body = ""
+    for child in tree.children:
+        if isinstance(child, Token) and child.type == "BODY":
+            body = str(child)
+        elif child.data == "tag" and process is None:
+            process = str(child.children[0]).lstrip("(").rstrip(")").rstrip(":")
+        elif child.data in ("vllm_header", "uvicorn_header"):
+            level = str(child.children[0]).rstrip(":")
+    return Envelope(process, level, body.rstrip())
+
+
+def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
+    """Every fact a line states, in order. Lines without an anchor cost one regex search.
+
+    `parse(parser, text) -> Tree` runs a Lark parser; advisor.fast.templates passes a caching one.
+    """
+    if not find_anchor(text):
+        return []
+    envelope = split_envelope(text, parse)
+    facts: list[Fact] = []
+    for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
+        facts.append(Fact(kind=kind, line=line, values=values, text=words, args=args,
+                          process=envelope.process, level=envelope.level))
+    return facts
+
+
+# An exception raised with several strings, RuntimeError("a ", f"b {x}. ", "c."), prints them as a
+# tuple: ('a ', 'b 80. ', 'c.'). Bounded repeats keep the search linear on hostile lines.
+FRAGMENTS = re.compile(r"\('[^'\\]{0,500}'(?:, '[^'\\]{0,500}'){1,16}\)")
+FRAGMENT = re.compile(r"'([^'\\]*)'")
+
+
+def joined_fragments(body: str) -> str:
+    """The body with each tuple of string fragments read as the one sentence it stands for."""
+    if "', '" not in body:
+        return body
+    return FRAGMENTS.sub(lambda found: "".join(FRAGMENT.findall(found[0])), body)
+
+
+def messages(body: str, parse=_lark_parse):
+    """Yield (kind, values, text, args) for each message found in a line's body."""
+    position, attempts, anchors = 0, 0, AnchorSearch(body)
+    while (match := anchors.find(position)) is not None and attempts < MAX_ANCHORS_PER_LINE:
+        start, attempts = match.start(), attempts + 1
+        if match.lastgroup in STRUCTURAL_ANCHORS and body[:start].strip():
+            position = start + 1
+            continue
+        try:
+            tree = parse(message_parser(), body[start:])
+        except LarkError as error:
+            if _cut_by_the_end(error, body[start:]):
+                yield CUT, {}, {}, {}
+            position = start + 1
+            continue
+        message, rest = tree.children[0], _rest(tree)
+        kind = message.data if isinstance(message, Tree) else "unknown"
+        parts = ToFacts().transform(message) or {}
+        words = dict(parts.get("text", {}))
+        if kind == "exception":
+            words["message"] = (rest.lstrip(":( ") if rest else "")[:500]
+        yield str(kind), parts.get("values", {}), words, parts.get("args", {})
+        if rest is None:
+            if body[-1:].isdigit():  # a wrap may have cut its last number: "... length is 1" of "15488"
+                yield CUT, {}, {}, {}
+            return
+        position = len(body) - len(rest)  # REST is the suffix of the body after this message
+    if ends_inside_words(body):
+        yield CUT, {}, {}, {}
+
+
+# A line that ends inside a message's words ends on at least this much of them, a whole word
+# at least ("max" of "max seq len ("): shorter tails end too many lines that continue nothing.
+MIN_WORDS_TAIL = 3
+
+
+@cache
+def word_starts() -> tuple[frozenset[str], int]:
+    """Every proper beginning, MIN_WORDS_TAIL characters or more, of the grammar's words (the anchors'
+    and the other string terminals'), and the longest of them."""
+    words = set(anchor_words()) | set(literal_terminals().values())
+    # A whole word ("Error" of "500 Internal Server Error") is no word cut short.
+    starts = frozenset(word[:end] for word in words for end in range(MIN_WORDS_TAIL, len(word))) - words
+    return starts, max(map(len, starts), default=0)
+
+
+def ends_inside_words(body: str) -> bool:
+    """Whether the text ends on the first part of the grammar's words: "... with the model's max seq"
+    cut by a terminal's wrap before " len (32768)", or ". Based on the av" before "ailable memory"."""
+    starts, longest = word_starts()
+    return any(body[-size:] in starts and (size == len(body) or not body[-size - 1].isalnum())
+               for size in range(MIN_WORDS_TAIL, min(len(body), longest) + 1))
+
+
+
+def _cut_by_the_end(error: LarkError, text: str) -> bool:
+    """Whether a message failed only because its text ended: at the end, or inside a word it expected."""
+    if isinstance(error, UnexpectedEOF):
+        return True
+    if isinstance(error, UnexpectedToken):
+        if error.token.type == "$END":
+            return True
+        at, expected = error.token.start_pos, error.expected
+    elif isinstance(error, UnexpectedCharacters):
+        at, expected = error.pos_in_stream, error.allowed
+    else:
+        return False
+    rest = text[at:].rstrip()
+    words = literal_terminals()
+    return bool(rest) and any(len(words.get(name, "")) > len(rest) and words[name].startswith(rest) for name in expected)
+
+
+@cache
+def literal_terminals() -> dict[str, str]:
+    """The words of the message grammar's string terminals, by terminal name."""
+    return {t.name: t.pattern.value for t in message_parser().terminals if t.pattern.type == "str"}
+
+
+def _rest(tree: Tree) -> str | None:
+    last = tree.children[-1]
+    return str(last) if isinstance(last, Token) and last.type == "REST" else None

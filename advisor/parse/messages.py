@@ -1,0 +1,336 @@
+"""Parsed messages to facts: each rule of grammars/messages.lark becomes a fact's named values and words."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lark import Token, Transformer
+
+from advisor.parse.facts import Number, config_pairs, gib, literal_dict, namespace_args, number
+
+# Numeric launch arguments and the fact names they feed.
+ARG_FACTS = {
+    "max_model_len": "max_seq_len",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
+    "swap_space": "swap_space_gib",
+    "block_size": "block_size",
+}
+CONFIG_FACTS = {"max_seq_len": "max_seq_len", "tensor_parallel_size": "tensor_parallel_size",
+                "pipeline_parallel_size": "pipeline_parallel_size", "data_parallel_size": "data_parallel_size"}
+# Labels of the periodic stats line, as fact names.
+STAT_FACTS = {
+    "Avg prompt throughput": "prompt_throughput",
+    "Avg generation throughput": "generation_throughput",
+    "Running": "running_reqs",
+    "Waiting": "waiting_reqs",
+    "Pending": "waiting_reqs",  # V0 called the waiting queue "Pending"
+    "Swapped": "swapped_reqs",
+    "GPU KV cache usage": "kv_cache_usage_pct",
+    "KV cache usage": "kv_cache_usage_pct",
+    "Prefix cache hit rate": "prefix_cache_hit_pct",
+    "Preemptions": "preemptions",
+}
+# An exit the operator asked for: systemd's signal names, and 128 + SIGINT / SIGTERM as shells and docker report them.
+OPERATOR_SIGNALS = {"TERM", "INT"}
+OPERATOR_EXIT_CODES = {130, 143}
+# What the stats lines report of the moment, rather than of the run's configuration.
+STATE_NAMES = frozenset(STAT_FACTS.values()) | {"engine"}
+PROFILE_FACTS = {
+    "total_gpu_memory": "total_gpu_gib",
+    "kv_cache_size": "kv_available_gib",
+    "available_kv_cache_memory": "kv_available_gib",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "non_torch_memory": "non_torch_gib",
+    "peak_torch_memory": "peak_torch_gib",
+    "PyTorch activation peak memory": "activation_peak_gib",
+    "initial_memory_usage": "initial_memory_gib",
+    "memory_usage_post_profile": "post_profile_memory_gib",
+}
+
+
+def _numbers(children) -> list[Number]:
+    return [gib(c) if c.type in ("SIZE", "SIZE_OR_NUMBER") and not _bare(c) else number(c)
+            for c in children if isinstance(c, Token) and c.type in ("NUMBER", "SIZE", "SIZE_OR_NUMBER")]
+
+
+def _bare(token: Token) -> bool:
+    return not re.search(r"[A-Za-z]", token)
+
+
+def _token(children, kind: str) -> str | None:
+    return next((str(c) for c in children if isinstance(c, Token) and c.type == kind), None)
+
+
+def _parts(children) -> dict:
+    """Merge the dicts returned by sub-rules."""
+    merged = {}
+    for child in children:
+        if isinstance(child, dict):
+            merged.update(child)
+    return merged
+
+
+def _named(names: tuple[str, ...], children) -> dict[str, Number]:
+    return dict(zip(names, _numbers(children)))
+
+
+class ToFacts(Transformer):
+    """Turns a parsed message into (kind, values, text, args); rule names are the kinds."""
+
+    # Sub-rules return plain dicts of values that their parent merges.
+    def v0_capacity(self, c):
+        return _named(("max_tokens_in_kv_cache",), c)
+
+    def v1_shortfall(self, c):
+        return {**_named(("kv_needed_gib", "kv_available_gib"), c), **_parts(c)}
+
+    def estimate(self, c):
+        return _named(("estimated_max_model_len",), c)
+
+    def below_utilization(self, c):
+        return _named(("gpu_memory_utilization", "requested_gib"), c)
+
+    def memory_summary_tail(self, c):
+        return {**_named(("gpu_memory_utilization", "requested_gib"), c), **_parts(c)}
+
+    def usage_split(self, c):
+        return _named(("weights_gib", "activation_peak_gib", "non_torch_gib", "cuda_graph_gib"), c)
+
+    def usage_consumed(self, c):
+        return _named(("consumed_gib", "activation_peak_gib", "cuda_graph_gib"), c)
+
+    def oom_new(self, c):
+        return _named(("gpu_index", "total_gpu_gib", "free_gpu_gib"), c)
+
+    def oom_old(self, c):
+        return _named(("gpu_index", "total_gpu_gib", "allocated_gib", "free_gpu_gib"), c)
+
+    def profile_pair(self, c):
+        name = PROFILE_FACTS.get(str(c[0]))
+        return {name: _numbers(c)[0]} if name else {}
+
+    def stat_pair(self, c):
+        label = str(c[0]).strip()
+        return {STAT_FACTS.get(label, re.sub(r"\W+", "_", label.lower()) + "_value"): _numbers(c)[0]}
+
+    # Message rules return the fact's parts.
+    def kv_cache_error(self, c):
+        return {"values": {"max_seq_len": _numbers(c)[0], **_parts(c)}}
+
+    def free_memory_below_utilization(self, c):
+        # "cuda:0" names the backend and a device index: the backend is the part before the colon.
+        return {"values": {**_named(("free_gpu_gib", "total_gpu_gib"), c), **_parts(c)},
+                "text": {"device": (_token(c, "DEVICE") or "").split(":")[0]}}
+
+    memory_summary = free_memory_below_utilization
+
+    def cpu_memory_below_utilization(self, c):
+        return {"values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "gpu_memory_utilization",
+                                  "requested_gib"), c), "text": {"device": "cpu"}}
+
+    def cpu_kv_memory_unavailable(self, c):
+        return {"values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "kv_requested_gib"), c),
+                "text": {"device": "cpu"}}
+
+    def gpu_blocks(self, c):
+        return {"values": _named(("gpu_blocks", "cpu_blocks"), c)}
+
+    def gpu_blocks_override(self, c):
+        return {"values": {"gpu_blocks": _numbers(c)[-1]}}
+
+    def kv_cache_size(self, c):
+        # "CPU KV cache size", "XPU KV cache size": the device; "GPU" names none in particular.
+        device = (_token(c, "A_KV_CACHE_SIZE") or "GPU").split()[0].lower()
+        return {"values": _named(("kv_cache_tokens",), c), "text": {"device": device} if device != "gpu" else {}}
+
+    def concurrency(self, c):
+        return {"values": _named(("max_seq_len", "max_concurrency"), c)}
+
+    def weights(self, c):
+        return {"values": _named(("weights_gib", "load_seconds"), c)}
+
+    def memory_profile(self, c):
+        return {"values": _parts(c)}
+
+    def profile_row(self, c):
+        label = str(c[0]).strip()
+        return {"values": {PROFILE_FACTS[label]: _numbers(c)[0]}}
+
+    def instance_can_use(self, c):
+        found = _numbers(c)
+        names = ("total_gpu_gib", "gpu_memory_utilization", "usable_gib") if len(found) == 3 else ("usable_gib",)
+        return {"values": dict(zip(names, found))}
+
+    def weights_take(self, c):
+        return {"values": _named(("weights_gib", "non_torch_gib", "activation_peak_gib", "kv_available_gib"), c)}
+
+    def kv_available(self, c):
+        return {"values": _named(("kv_available_gib",), c)}
+
+    def kv_reserved(self, c):
+        return {"values": _named(("free_gpu_gib", "kv_reserved_gib"), c)}
+
+    def cpu_kv_reserved(self, c):
+        return {"values": _named(("kv_available_gib", "total_gpu_gib", "numa_node"), c), "text": {"device": "cpu"}}
+
+    def graph_captured(self, c):
+        return {"values": _named(("capture_seconds", "cuda_graph_gib"), c)}
+
+    def graph_estimate(self, c):
+        return {"values": _named(("cuda_graph_estimate_gib",), c)}
+
+    def graph_pool(self, c):
+        return {"values": _named(("cuda_graph_gib", "cuda_graph_estimate_gib"), c)}
+
+    def utilization_hint(self, c):
+        return {"values": _named(("gpu_memory_utilization",), c)}
+
+    def preemption(self, c):
+        mode = _token(c, "PREEMPTION_MODE") or ""
+        return {"text": {"preemption_mode": mode.rsplit(".", 1)[-1]}}
+
+    def preemption_count(self, c):
+        return {"values": _named(("preemptions",), c)}
+
+    def stats(self, c):
+        found = _numbers(c)
+        engine = {"engine": found.pop(0)} if _token(c, "A_ENGINE_ID") else {}
+        values = {**engine, "prompt_throughput": found[0], **_parts(c)}
+        # "CPU KV cache usage" is the swap space beside a GPU cache (V0), but the cache itself
+        # on the CPU backend, where no GPU figure is printed.
+        cpu_usage = values.pop("cpu_kv_cache_usage_value", None)
+        if cpu_usage is not None:
+            values["swap_usage_pct" if "kv_cache_usage_pct" in values else "kv_cache_usage_pct"] = cpu_usage
+        return {"values": values}
+
+    def cuda_oom(self, c):
+        return {"values": {"tried_to_allocate_gib": _numbers(c)[0], **_parts(c)}}
+
+    def engine_config(self, c):
+        pairs = config_pairs(_token(c, "CONFIG_TEXT") or "")
+        values = {name: number(pairs[key]) for key, name in CONFIG_FACTS.items()
+                  if re.fullmatch(r"\d+", pairs.get(key, ""))}
+        version = (_token(c, "VERSION_TAG") or "").strip("()v")
+        words = {"vllm_version": version} if version else {}
+        # "device_config=cpu", or the older "device_config=device(type='cuda')".
+        device = re.search(r"(cpu|cuda|xpu|tpu|hpu|npu|rocm|neuron)", pairs.get("device_config", ""))
+        if device:
+            words["device"] = device[1]
+        return {"values": values, "text": words, "args": pairs}
+
+    def non_default_args(self, c):
+        return _launch_args(literal_dict(_token(c, "DICT_TEXT") or ""))
+
+    def namespace_args(self, c):
+        return _launch_args(namespace_args(_token(c, "NAMESPACE_TEXT") or ""))
+
+    def max_len_in_use(self, c):
+        return {"values": _named(("max_seq_len",), c)}
+
+    def auto_fit(self, c):
+        return {"values": _named(("requested_max_len", "max_seq_len"), c)}
+
+    def auto_fit_full(self, c):
+        return {"values": _named(("max_seq_len",), c)}
+
+    def server_version(self, c):
+        return {"text": {"vllm_version": _token(c, "VERSION") or ""}}
+
+    def tp_heads_mismatch(self, c):
+        return {"values": _named(("num_attention_heads", "tensor_parallel_size"), c)}
+
+    def pp_layers_mismatch(self, c):
+        return {"values": _named(("num_hidden_layers", "pipeline_parallel_size"), c)}
+
+    def max_len_exceeds_model(self, c):
+        values = _named(("max_seq_len", "derived_max_model_len"), c)
+        values["derived_max_model_len"] = int(values["derived_max_model_len"])
+        return {"values": values, "text": {"derived_from": _token(c, "DERIVED_KEY") or ""}}
+
+    def unsupported_quantization(self, c):
+        # compressed-tensors names no method, only its scheme.
+        method = _token(c, "NAME") or ("compressed-tensors" if _token(c, "A_QUANT_SCHEME") else None)
+        return {"values": _named(("min_compute_capability", "gpu_compute_capability"), c),
+                "text": {"quantization": method} if method else {}}
+
+    def supervisor_exit(self, c):
+        """The exit and whether it is a failure: a stop the operator asked for (SIGTERM, SIGINT) is not."""
+        status, signal = _token(c, "NUMBER"), _token(c, "NAME") or ""
+        values = {"exit_status": number(status)} if status is not None else {}
+        if _token(c, "A_KILLED_FOR_MEMORY"):
+            return {"values": values, "text": {"outcome": "failed", "signal": "KILL", "reason": "out of memory"}}
+        if _token(c, "A_RESTART_LOOP"):
+            return {"values": values, "text": {"outcome": "failed", "reason": "restart loop"}}
+        code = values.get("exit_status")
+        stopped = signal in OPERATOR_SIGNALS or code in OPERATOR_EXIT_CODES
+        outcome = "stopped" if stopped else "clean" if code == 0 else "failed"
+        return {"values": values, "text": {"outcome": outcome, "signal": signal}}
+
+    def unsupported_kv_dtype(self, c):
+        return {"text": {"kv_cache_dtype": (_token(c, "A_KV_DTYPE_UNSUPPORTED") or "").split()[0]}}
+
+    def fp8_type_unsupported(self, c):
+        return {"text": {"fp8_type": (_token(c, "A_FP8_TYPE_UNSUPPORTED") or "").split()[1]}}
+
+    def unsupported_architecture(self, c):
+        return {"text": {"architectures": _token(c, "ARCH_LIST") or ""}}
+
+    def request_too_long(self, c):
+        return {"values": _named(("max_seq_len", "requested_tokens", "prompt_tokens", "max_tokens"), c)}
+
+    def request_too_long_input(self, c):
+        return {"values": _named(("max_seq_len", "requested_tokens"), c)}
+
+    def request_too_long_total(self, c):
+        return {"values": _named(("max_seq_len", "max_tokens", "prompt_tokens", "requested_tokens"), c)}
+
+    def prompt_too_long(self, c):
+        return {"values": _named(("long_prompt_tokens", "max_seq_len"), c)}
+
+    prompt_too_long_v1 = prompt_too_long
+
+    def http_error(self, c):
+        return {"values": _named(("http_status",), c)}
+
+    def ready(self, c):
+        return {"values": _named(("init_seconds",), c)}
+
+    def platform(self, c):
+        return {"text": {"device": (_token(c, "NAME") or "").lower().rstrip(".")}}  # "cuda." ends the sentence
+
+    def cpu_build(self, c):
+        return {"text": {"device": "cpu"}}
+
+    def api_server_entry(self, c):
+        return {"text": {"entry_point": "api_server"}}
+
+    def cpu_numa_nodes_short(self, c):
+        nodes = (_token(c, "NODE_LIST") or "[]").strip("[]").split(",")
+        return {"values": {"local_world_size": _numbers(c)[0], "numa_nodes": len([n for n in nodes if n.strip()])},
+                "text": {"device": "cpu"}}
+
+    def frame(self, c):
+        return {"text": {"function": (_token(c, "FUNC") or "").rstrip("(")}}
+
+    def serving_call(self, c):
+        return {"text": {"function": _token(c, "A_SERVING_CALL") or ""}}
+
+    def exception(self, c):
+        return {"text": {"type": _token(c, "A_EXCEPTION") or ""}}
+
+    def __default__(self, data, children, meta):
+        # Messages without numbers (no_cache_blocks, nccl_error, ready, ...) carry their kind only.
+        return {}
+
+
+def _launch_args(args: dict[str, Any] | None) -> dict:
+    if args is None:
+        return {"text": {"unreadable": "launch arguments too large or not a literal"}}
+    values = {name: args[key] for key, name in ARG_FACTS.items()
+              if isinstance(args.get(key), (int, float)) and not isinstance(args.get(key), bool)}
+    return {"values": values, "args": args}

@@ -1,0 +1,54 @@
+"""The one place the stages are composed: a log -> lines -> facts -> runs -> findings -> the report.
+
+Two paths give the same facts, and so byte for byte the same report: the plain one parses every
+line with the grammar; the fast one (advisor.fast) parses only the lines a literal prefilter finds.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+from advisor.fast import scan
+from advisor.fast.background import ProcessDied
+from advisor.fast.packed_report import PendingReport
+from advisor.ingest import sources
+from advisor.parse.facts import Fact
+from advisor.report.build import build_report, parse
+from advisor.report.contract import Report
+
+# A log is a path (str or os.PathLike; '-' is stdin), its bytes, or an iterable of its lines.
+Log = str | os.PathLike | bytes | Iterable[str]
+__all__ = ["Log", "PendingReport", "ProcessDied", "analyze", "display_name", "facts", "pending"]
+
+
+def analyze(log: Log, command: str | None = None, *, name: str | None = None, fast: bool = True) -> Report:
+    """The report of a log; `command` is the launch command to correct when the log does not show it."""
+    if fast:
+        return pending(log, command, name=name).report()
+    return build_report(facts(log, fast=False), name or display_name(log), command)
+
+
+def pending(log: Log, command: str | None = None, *, name: str | None = None) -> PendingReport:
+    """The fast path's report while it is being made: its JSON can be written before it is finished."""
+    return PendingReport(facts(log), name or display_name(log), command)
+
+
+def facts(log: Log, *, fast: bool = True) -> list[Fact]:
+    """Every fact of the log, in order."""
+    if isinstance(log, str | os.PathLike):
+        path = os.fspath(log)
+        return scan.scan_file(path) if fast else parse(sources.lines(sources.read_chunks(path)))
+    chunks = [log] if isinstance(log, bytes) else _line_chunks(log)
+    return scan.scan_chunks(chunks) if fast else parse(sources.lines(chunks))
+
+
+def display_name(log: Log) -> str:
+    if isinstance(log, str | os.PathLike):
+        return sources.display_name(os.fspath(log))
+    return "<bytes>" if isinstance(log, bytes) else "<lines>"
+
+
+def _line_chunks(lines: Iterable[str]) -> Iterator[bytes]:
+    # Lines with or without their newline (a text file object keeps it, str.splitlines() drops it).
+    for line in lines:
+        yield line.encode("utf-8", "surrogateescape") + (b"" if line.endswith(("\n", "\r")) else b"\n")

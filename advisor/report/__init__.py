@@ -1,0 +1,1 @@
+"""The report: its contract, the analysis that fills it, and the output formats."""

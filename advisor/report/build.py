@@ -1,0 +1,104 @@
+"""The analysis that fills the report from facts: runs, rule matches, findings, verdict, command."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from advisor import command
+from advisor.ingest.sources import Line
+from advisor.parse.continuation import continued_facts
+from advisor.parse.facts import Fact, Number
+from advisor.parse.grammar import parse_line
+from advisor.parse.limits import bounded_tracebacks
+from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, Verdict
+from advisor.rules.match import Match, match_run
+from advisor.rules.render import flag_values, render
+from advisor.rules.schema import load_rules
+from advisor.timeline import STAGE_BY_FUNCTION, Run, split_runs
+from advisor.timeline import TRACEBACK_KINDS as PLUMBING
+
+
+def parse(lines: Iterable[Line]) -> list[Fact]:
+    """Every fact of every line, in order (but the middle of a runaway traceback)."""
+    return list(bounded_tracebacks(continued_facts(lines, parse_line)))
+
+
+def analyze(lines: Iterable[Line], source: str, user_command: str | None = None) -> Report:
+    """Lines -> facts -> runs -> findings -> the report, last run first."""
+    return build_report(parse(lines), source, user_command)
+
+
+def build_report(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
+    report = summarize(facts, source, user_command)
+    report.events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in PLUMBING]
+    return report
+
+
+def summarize(facts: list[Fact], source: str, user_command: str | None = None, model: type[Report] = Report) -> Report:
+    """The report of these facts without its events (the caller adds them, as a list or as a view)."""
+    runs = split_runs(facts)
+    rules = load_rules()
+    matches_by_run = [(run, match_run(run, rules)) for run in runs]
+    findings_by_run = [[finding(m) for m in ms] for _, ms in matches_by_run]
+    findings = [f for run_findings in reversed(findings_by_run) for f in run_findings]
+    last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
+    report = model(
+        source=source,
+        vllm_version=next((version for r in reversed(runs) if (version := r.vllm_version)), None),
+        backend=next((backend for r in reversed(runs) if (backend := r.backend)), None),
+        verdict=verdict(last_run, last_matches),
+        facts=last_values(runs),
+        findings=findings,
+    )
+    report.command = corrected_command(last_run, findings_by_run[-1] if findings_by_run else [], user_command)
+    return report
+
+
+def last_values(runs: list[Run]) -> dict[str, Number]:
+    """The last value of each name over all facts, from each run's (the runs hold every fact, in order)."""
+    values: dict[str, Number] = {}
+    for run in runs:
+        values.update(run.values)
+    return values
+
+
+def verdict(run: Run | None, matches: list[Match]) -> Verdict:
+    failing = [m for m in matches if m.rule.severity != "info" and m.rule.failure != "none"]
+    if failing:
+        top = failing[0]
+        return Verdict(phase=top.rule.phase, failure=top.rule.failure, rule=top.rule.code, line=top.event.line)
+    if run is None or not _has_vllm_facts(run):
+        return Verdict(phase="unknown", failure="none")
+    return Verdict(phase="healthy", failure="none")
+
+
+def _has_vllm_facts(run: Run) -> bool:
+    # A lone Python traceback is not evidence that the log is a vLLM log.
+    serving = STAGE_BY_FUNCTION["serving"]
+    return any(f.kind not in PLUMBING | {"exception"} or f.text.get("function") in serving for f in run.facts)
+
+
+def finding(match: Match) -> Finding:
+    rule, context = match.rule, match.context
+    remediations = []
+    for remediation in rule.remediations:
+        flags = flag_values(remediation, context)
+        if flags is None:
+            continue
+        remediations.append(RemediationOut(
+            rank=len(remediations) + 1, title=render(remediation.title, context), flags=flags,
+            why=render(remediation.why, context), tradeoff=render(remediation.tradeoff, context)))
+    return Finding(rule=rule.code, name=rule.name, phase=rule.phase, severity=rule.severity,
+                   failure=rule.failure, evidence=rule.evidence, line=match.event.line, message=render(rule.message, context),
+                   remediations=remediations)
+
+
+def corrected_command(run: Run | None, findings: list[Finding], user_command: str | None) -> Command:
+    """The original command and the top remediation applied to it: one change at a time."""
+    argv = command.original(run, user_command)
+    top = next((r for f in findings[:1] for r in f.remediations if r.flags), None)
+    original = command.render(argv) if argv else None
+    if top is None:
+        return Command(original=original, corrected=None)
+    if argv is None:
+        return Command(original=None, corrected=command.render(command.flag_tokens(top.flags)))
+    return Command(original=original, corrected=command.render(command.apply(argv, top.flags)))

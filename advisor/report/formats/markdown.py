@@ -1,0 +1,57 @@
+"""Markdown: one section per log for a pull-request or issue comment (GitHub-flavoured)."""
+from __future__ import annotations
+
+from advisor.report.contract import Report
+from advisor.report.formats.text import KEY_FACTS, top_finding
+
+# Characters that would start markup inside a sentence or end a table cell.
+MARKUP = str.maketrans({c: "\\" + c for c in "\\`*<>|["})
+
+
+def escape(text: str) -> str:
+    return text.translate(MARKUP)
+
+
+def render(reports: list[Report]) -> str:
+    return "\n---\n\n".join(section(report) for report in reports)
+
+
+def section(report: Report) -> str:
+    version = f" (vLLM {report.vllm_version})" if report.vllm_version else ""
+    out = [f"### vllm-advisor: `{report.source}`{version}", "", verdict_line(report), ""]
+    top = top_finding(report)
+    if top is not None:
+        out += [("*(inferred)* " if top.evidence == "inferred" else "") + escape(top.message), ""]
+    numbers = [(name, report.facts[name]) for name in KEY_FACTS if name in report.facts]
+    if numbers:
+        out += ["| Number from the log | Value |", "| --- | ---: |"]
+        out += [f"| `{name}` | {value} |" for name, value in numbers]
+        out.append("")
+    if top is not None and top.remediations:
+        out += ["**What to change** (one change at a time, in this order):", ""]
+        for remediation in top.remediations:
+            out.append(f"{remediation.rank}. {escape(remediation.title)}")
+            if remediation.why:
+                out.append(f"   - why: {escape(remediation.why)}")
+            if remediation.tradeoff:
+                out.append(f"   - trade-off: {escape(remediation.tradeoff)}")
+        out.append("")
+    if report.command.corrected:
+        out += ["**Corrected command** (the first change only):", "", "```sh", report.command.corrected, "```", ""]
+    others = [f for f in report.findings if f is not top]
+    if others:
+        out += ["**Other findings:**", ""]
+        out += [f"- {f.severity} line {f.line}: {f.rule} {f.name}{' (inferred)' if f.evidence == 'inferred' else ''}: "
+                f"{escape(f.message)}" for f in others]
+        out.append("")
+    return "\n".join(out)
+
+
+def verdict_line(report: Report) -> str:
+    verdict = report.verdict
+    if verdict.failure != "none":
+        where = f", line {verdict.line}" if verdict.line else ""
+        return f"**{verdict.phase.upper()} FAILURE: `{verdict.failure}`** ({verdict.rule}{where})"
+    if verdict.phase == "unknown":
+        return "**No vLLM log lines recognised.**"
+    return "**Healthy: no failure found.**"

@@ -1,0 +1,184 @@
+"""Matching: the rules over each run's events, each event in the context of its run."""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.parse.facts import Fact
+from advisor.parse.messages import STATE_NAMES
+from advisor.rules.remedies import arithmetic
+from advisor.rules.remembered import RememberedArithmetic, RememberedCondition
+from advisor.rules.schema import SEVERITY_ORDER, Rule
+from advisor.timeline import Event, Run
+
+log = logging.getLogger(__name__)
+
+
+class Match(BaseModel):
+    """A rule that fired on an event, with the context its texts and flags are filled from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    rule: Rule
+    event: Event
+    context: dict[str, Any]
+
+
+# Names of the whole run that an event's own values and words do not override.
+RUN_WIDE = ("kinds", "vllm_version", "became_ready", "backend")
+
+
+class RunContext:
+    """What the contexts of a run's events take from the whole run, computed once per run (per event
+    it made matching quadratic in the length of the run, a day of stats lines).
+
+    A context is made of three layers: the run's names, the event's own names over them, and the
+    arithmetic derived from both over all. Within a run only the event's own names (and so the
+    arithmetic) differ: an event costs a dict of its own names, the whole context is made only
+    where it is read in full.
+    """
+
+    def __init__(self, run: Run):
+        self.names: dict[str, Any] = {f"arg_{k}": v for k, v in run.launch_args().items()
+                                      if isinstance(v, (int, float, str))}
+        # A state the stats lines report changes from line to line: an event sees only its own, never
+        # a later line's (batch would then judge an earlier line by what a stream had not yet read).
+        self.names.update({name: value for name, value in run.values.items() if name not in STATE_NAMES})
+        if run.peak_running_reqs is not None:
+            self.names["peak_running_reqs"] = run.peak_running_reqs
+        self.names.update(kinds=sorted(run.kinds()), vllm_version=run.vllm_version)
+        first_exception = next((f.line for f in run.facts if f.kind == "exception"), None)
+        # Facts are in line order, so the run's first exception is the first one up to any line.
+        self.root_cause = run.root_cause(first_exception) if first_exception is not None else None
+        self.root_cause_from = math.inf if first_exception is None else first_exception
+        shutdown_line = run.shutdown_line
+        self.shutdown_from = math.inf if shutdown_line is None else shutdown_line
+        # A message line can state several facts ("... is preempted ... total_num_cumulative_preemption=151"):
+        # each of its events also sees the others' values, as a stream judges a line once it is whole.
+        # Facts are in line order: a line's facts stand next to each other.
+        self.line_values: dict[int, dict[str, Any]] = {}
+        previous: Fact | None = None
+        for fact in run.facts:
+            if previous is not None and fact.line == previous.line:
+                self.line_values.setdefault(fact.line, dict(previous.values)).update(fact.values)
+            previous = fact
+        progress_line = run.progress_line
+        self.progress_until = -math.inf if progress_line is None else progress_line
+        self.names["became_ready"] = run.ready_line is not None
+        self.names["backend"] = run.backend
+
+    def own_names(self, event: Event) -> dict[str, Any]:
+        """The event's own names: its values, their changes and its words, its kind, level, phase, stage
+        and frames, the exception it states, the root cause and shutdown it comes after, and whether
+        it ends the run (at_end: no sign of startup progress or serving follows it)."""
+        fact = event.fact
+        line, text = fact.line, fact.text
+        names = fact.values_copy()
+        siblings = self.line_values.get(line)
+        if siblings:
+            names = {**siblings, **names}
+        if event.derived:
+            names.update(event.derived)
+        if text:
+            names.update(text)
+        names["kind"] = fact.kind  # one by one: quicker than a dict merged in
+        names["level"] = fact.level
+        names["phase"] = event.phase
+        names["stage"] = event.stage
+        names["frames"] = list(event.frames)
+        names["exception"] = text.get("type", "")
+        names["root_cause"] = self.root_cause if line >= self.root_cause_from else None
+        names["shutting_down"] = line >= self.shutdown_from
+        names["at_end"] = line > self.progress_until  # nothing after it shows vLLM going on
+        for name in RUN_WIDE:
+            names.pop(name, None)
+        return names
+
+    def whole(self, own: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+        """The context a rule reads and its texts are filled from: the three layers, the upper ones winning."""
+        return {**self.names, **own, **derived}
+
+
+def context_for(run: Run, event: Event) -> dict[str, Any]:
+    """Names a rule may use on an event: the run's launch arguments (arg_*), last values, peak running
+    requests, kinds and version, the event's own names, and the arithmetic derived from them all."""
+    scope = RunContext(run)
+    own = scope.own_names(event)
+    return scope.whole(own, arithmetic({**scope.names, **own}))
+
+
+def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = None) -> list[Match]:
+    """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it.
+
+    Events are walked once: an event's own names are gathered only when a rule still waiting for
+    its kind is left, and shared by those rules. The conditions and the arithmetic remember their
+    outcomes by the own names they read, so on a day of stats lines the whole context is made only
+    for the few events with new values and for those a rule fires on.
+    """
+    scope = RunContext(run)
+    waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules still waiting for it, in rule order
+    for index, rule in enumerate(rules):
+        for kind in dict.fromkeys(rule.event):
+            waiting.setdefault(kind, []).append(index)
+
+    def retire(index: int) -> None:  # new lists: the event being judged keeps its own
+        for kind in dict.fromkeys(rules[index].event):
+            waiting[kind] = [other for other in waiting[kind] if other != index]
+
+    found: dict[int, Match] = {}
+    derive = RememberedArithmetic(scope.names)
+    conditions = [RememberedCondition(rule.when, scope.names) for rule in rules]
+
+    def holds(index: int, event: Event) -> Any:
+        own = scope.own_names(event)
+        try:
+            return conditions[index](own, derive(own), derive.key)
+        except Exception:  # judged again, and logged, in the walk below
+            return False
+
+    # A sustained rule judged on a run's later events only (the stream) counts the streak before them.
+    streaks = {index: 0 if events is None or not events else _streak_before(run, rules[index], events[0], holds, index)
+               for index, rule in enumerate(rules) if rule.sustained > 1}
+    for event in run.events if events is None else events:
+        candidates = waiting.get(event.kind)
+        if not candidates:
+            continue
+        own = scope.own_names(event)
+        derived = derive(own)
+        for index in candidates:
+            rule = rules[index]
+            try:
+                fired = conditions[index](own, derived, derive.key)
+            except Exception:  # a broken rule must not sink the analysis
+                log.exception("rule %s failed on line %d", rule.code, event.line)
+                retire(index)
+                continue
+            if index in streaks:
+                streaks[index] = streaks[index] + 1 if fired else 0
+                fired = streaks[index] >= rule.sustained
+            if fired:
+                found[index] = Match(rule=rule, event=event, context=scope.whole(own, derived))
+                retire(index)
+    return without_superseded([found[index] for index in sorted(found)])
+
+
+def _streak_before(run: Run, rule: Rule, first: Event, holds, index: int) -> int:
+    """How many of the rule's events in a row just before `first` satisfy it (at most sustained - 1)."""
+    streak = 0
+    for event in reversed(run.events):
+        if event.line >= first.line or event.kind not in rule.event:
+            continue
+        if streak == rule.sustained - 1 or not holds(index, event):
+            break
+        streak += 1
+    return streak
+
+
+def without_superseded(matches: list[Match]) -> list[Match]:
+    codes = {m.rule.code for m in matches}
+    kept = [m for m in matches if not set(m.rule.overridden_by) & codes]
+    explained = any(not m.rule.fallback and m.rule.severity != "info" for m in kept)
+    kept = [m for m in kept if not (m.rule.fallback and explained)]
+    return sorted(kept, key=lambda m: (SEVERITY_ORDER[m.rule.severity], m.rule.fallback, m.event.line))

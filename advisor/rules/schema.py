@@ -1,0 +1,113 @@
+"""Rule files: TOML validated on load into rules, each with its remediations."""
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from advisor.parse.grammar import data_dir
+from advisor.rules.expressions import ExpressionError, compile_expression
+
+STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_below_utilization", "weights_oom",
+                    "cuda_graph_oom", "tp_heads_mismatch", "max_len_exceeds_model", "unsupported_quantization",
+                    "unsupported_kv_dtype", "unsupported_architecture", "nccl_error", "port_in_use", "parallel_size_exceeds_devices",
+                    "engine_startup_failed")
+RUNTIME_FAILURES = ("cuda_oom_runtime", "preemption", "kv_cache_saturated", "swap_space_exhausted",
+                    "request_exceeds_max_model_len", "engine_dead")
+Failure = Literal[STARTUP_FAILURES + RUNTIME_FAILURES + ("none",)]
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+class Remediation(BaseModel):
+    """One ranked fix: flag changes whose values are expressions over facts and arithmetic."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    flags: dict[str, str] = Field(default_factory=dict)
+    when: str = "True"
+    why: list[str]
+    tradeoff: str
+
+    @field_validator("when")
+    @classmethod
+    def _valid_when(cls, value: str) -> str:
+        return _checked(value)
+
+    @field_validator("flags")
+    @classmethod
+    def _valid_flags(cls, value: dict[str, str]) -> dict[str, str]:
+        for flag, expression in value.items():
+            if not flag.startswith("--"):
+                raise ValueError(f"flag {flag!r} must start with --")
+            _checked(expression)
+        return value
+
+
+class Rule(BaseModel):
+    """A rule file: what it detects, when, what to say and what to change."""
+
+    model_config = ConfigDict(extra="forbid")
+    code: str = Field(pattern=r"^[SRH][12]\d\d$")
+    name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    phase: Literal["startup", "runtime", "healthy"]
+    severity: Literal["error", "warning", "info"]
+    failure: Failure
+    event: list[str]
+    when: str = "True"
+    message: list[str]
+    remediations: list[Remediation] = Field(default_factory=list)
+    versions: str
+    references: list[str] = Field(default_factory=list)
+    explanation: str
+    fallback: bool = False  # only when no other error or warning explains the run
+    overridden_by: list[str] = Field(default_factory=list)
+    remediations_from: str | None = None  # share another rule's ranked remediations
+    # An inference from periodic lines is a failure only when it lasts: `when` must hold on this many
+    # of the rule's events in a row (stats lines: that many in a row), and the rule fires on the last.
+    sustained: int = Field(1, ge=1, le=10)
+    # How the finding knows: a line of the log says it, or it is worked out from what the lines show.
+    evidence: Literal["logged", "inferred"] = "logged"
+
+    @field_validator("when")
+    @classmethod
+    def _valid_when(cls, value: str) -> str:
+        return _checked(value)
+
+
+def _checked(expression: str) -> str:
+    try:
+        compile_expression(expression)
+    except ExpressionError as error:
+        raise ValueError(str(error)) from None
+    return expression
+
+
+class RuleSetError(ValueError):
+    """The rule files are invalid: a bad key, a bad expression, a duplicate code."""
+
+
+@cache
+def load_rules(folder: Path | None = None) -> tuple[Rule, ...]:
+    folder = folder or data_dir("rules")
+    rules, seen = [], {}
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            rule = Rule.model_validate(tomllib.loads(path.read_text()))
+        except (ValueError, tomllib.TOMLDecodeError) as error:
+            raise RuleSetError(f"{path.name}: {error}") from None
+        if rule.code in seen:
+            raise RuleSetError(f"{path.name}: code {rule.code} already used by {seen[rule.code]}")
+        if path.stem != f"{rule.code}-{rule.name}":
+            raise RuleSetError(f"{path.name}: file must be named {rule.code}-{rule.name}.toml")
+        seen[rule.code] = path.name
+        rules.append(rule)
+    by_code = {rule.code: rule for rule in rules}
+    for rule in rules:
+        if rule.remediations_from:
+            if rule.remediations_from not in by_code or rule.remediations:
+                raise RuleSetError(f"{rule.code}: remediations_from must name another rule and stand alone")
+            rule.remediations = by_code[rule.remediations_from].remediations
+    return tuple(rules)

@@ -1,0 +1,1 @@
+"""Streaming: the incremental engine, `follow`, and the follow session's own /metrics."""

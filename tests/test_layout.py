@@ -1,0 +1,50 @@
+"""The package's import graph keeps the data flow's shape: the fast path stays behind one door."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "advisor"
+# Who may use the accelerators: the pipeline (the one place stages are composed) and streaming,
+# which shares the fast path's candidate search; and the fast path itself.
+FAST_DOOR = ("advisor.pipeline", "advisor.stream.")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The advisor modules a file imports (absolute imports, as the package writes them)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}: relative import; the package imports absolutely, to be moved by grep")
+    return {name for name in names if name.startswith("advisor")}
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_only_the_pipeline_and_streaming_import_the_fast_path(path):
+    importer = module_name(path)
+    if importer.startswith(("advisor.fast",) + FAST_DOOR):
+        return
+    fast = sorted(name for name in imported_modules(path) if name == "advisor.fast" or name.startswith("advisor.fast."))
+    assert not fast, f"{importer} imports {fast}: go through advisor.pipeline"
+
+
+def test_every_stage_is_one_subpackage_deep():
+    deeper = [p for p in MODULES if len(p.relative_to(PACKAGE).parts) > 3]
+    assert not deeper, deeper
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == {
+        "ingest", "parse", "rules", "report", "fast", "stream", "live"}
