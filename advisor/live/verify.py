@@ -52,6 +52,7 @@ class Round:
     total_memory_gib: float | None = None
     memory_from: str = ""
     port: int | None = None
+    backend: str | None = None
     log: str = ""
     note: str = ""
 
@@ -141,6 +142,7 @@ def launch(argv: list[str], python: Path, workdir: Path, timeout: float, load: i
     report = pipeline.analyze(log_path, name=log_path.name)
     result.verdict = report.verdict.model_dump()
     result.kv_cache_tokens = report.facts.get("kv_cache_tokens")
+    result.backend = report.backend
     record_memory(result, report, measured)
     if result.completion_status == 200 and not report.failed and not result.preemptions:
         result.outcome = "fixed"
@@ -263,7 +265,7 @@ def advised_sequences(argv: list[str], original: list[str], report: Report, chec
     kv_tokens = before.kv_cache_tokens or report.facts.get("kv_cache_tokens")
     if "--max-num-seqs" not in changed_flags(original, argv) or not kv_tokens or not before.request_tokens:
         return argv
-    block = DEFAULT_BLOCK_SIZE.get(report.backend, CUDA_BLOCK_SIZE)
+    block = DEFAULT_BLOCK_SIZE.get(report.backend or before.backend, CUDA_BLOCK_SIZE)
     fit = sequences_that_fit(int(kv_tokens), before.request_tokens, block)
     check.notes.append(f"--max-num-seqs {fit}: the KV cache holds {int(kv_tokens):,} tokens ({int(kv_tokens) // block} "
                        f"blocks of {block}, one kept free); a request of this load takes {before.request_tokens:,} "
@@ -294,7 +296,8 @@ def ladder(start: list[str], knob: str, python: Path, workdir: Path, timeout: fl
            max_tokens: int, load: int = 0, model: str | None = None, model_limit: int | None = None) -> list[Round]:
     """Raise the fix's knob (--max-model-len, or --max-num-seqs for a concurrency fix) step by step while
     the server stays fixed, never past the model's length limit; stop at the first round that fails
-    (a failure while the machine's memory changed is launched once more)."""
+    (a failure while the machine's memory changed is launched once more). A --max-num-seqs ladder goes
+    from the log's advice to what the load's requests fit in the KV cache, then on up."""
     results, argv = [], start
     for _ in range(rounds):
         result = launch(argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens,
@@ -310,10 +313,20 @@ def ladder(start: list[str], knob: str, python: Path, workdir: Path, timeout: fl
         if result.outcome != "fixed":
             break
         raised = _raise(argv, knob, model_limit)
+        if knob == "--max-num-seqs" and result.kv_cache_tokens and result.request_tokens and len(results) == 1:
+            # The log's advice assumed full-length requests; this load's own fit is the next step, if larger.
+            fit = sequences_that_fit(result.kv_cache_tokens, result.request_tokens, block_tokens(result))
+            if fit > int(flag_value(raised, knob)):
+                raised = apply(argv, {knob: str(fit)})
         if raised == argv:
             break  # at the limit: nothing further to try
         argv = raised
     return results
+
+
+def block_tokens(result: Round) -> int:
+    """The KV block size of the backend the round's log names (128 on the CPU backend, 16 on CUDA)."""
+    return DEFAULT_BLOCK_SIZE.get(result.backend, CUDA_BLOCK_SIZE)
 
 
 def _sequences(argv: list[str]) -> int:
