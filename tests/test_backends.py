@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import FIXTURES
 
 from advisor.ingest import sources
 from advisor.report.build import analyze
 from advisor.report.formats import text
-from conftest import FIXTURES
 
 CPU_LOGS = [path for path in sorted(FIXTURES.rglob("*.log")) if "-cpu-" in path.name or "live" in path.parts]
 GPU_WORDS = ("nvidia-smi", "GPUs", "total_gpu_gib", "free_gpu_gib", "a GPU ")
@@ -31,7 +31,8 @@ def test_the_tp_advice_on_one_numa_node_is_one():
     assert report.backend == "cpu" and report.findings[0].remediations[0].flags == {"--tensor-parallel-size": "1"}
 
 
-@pytest.mark.parametrize("device, tool", [("xpu", "xpu-smi"), ("hpu", "hl-smi"), ("npu", "npu-smi"), ("tpu", "tpu-info")])
+@pytest.mark.parametrize("device, tool", [("xpu", "xpu-smi"), ("hpu", "hl-smi"), ("npu", "npu-smi"),
+                                          ("tpu", "tpu-info")])
 def test_another_backend_is_named_with_its_own_tool(tmp_path, device, tool):
     log = tmp_path / f"{device}.log"
     log.write_text(f"INFO 12-01 10:00:00 [__init__.py:1] Automatically detected platform {device}.\n"

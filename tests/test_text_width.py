@@ -5,15 +5,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_live_fixtures import CAPTURES, analyze_capture
 
 from advisor.report.formats import text
-from test_live_fixtures import CAPTURES, analyze_capture
 
 TOP_LEVEL = [name for name in CAPTURES if "/" not in name]
 WIDTHS = (80, 120)
 # What may start at the margin: the blocks of the report. Anything else there is a wrapped line that lost its indent.
-BLOCK_STARTS = re.compile(r"(vllm-advisor: |(STARTUP|RUNTIME) FAILURE: |healthy: |no vLLM log lines|Numbers from the log$"
-                          r"|Run at a glance: |What to change |Corrected command |(error|warning|info) line \d+: |─)")
+BLOCK_STARTS = re.compile(r"(vllm-advisor: |(STARTUP|RUNTIME) FAILURE: |healthy: |no vLLM log lines"
+                          r"|Numbers from the log$|Run at a glance: |What to change |Corrected command "
+                          r"|(error|warning|info) line \d+: |─)")
 
 
 def rendered(name: str, width: int) -> str:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from advisor.live import verify as live  # noqa: E402  (needs the repo on sys.path first)
+from advisor.live import launch  # noqa: E402  (needs the repo on sys.path first)
+from advisor.live import verify as live  # noqa: E402
 
 RESULTS = ROOT / "fixtures/verify-scenarios.json"
 README = ROOT / "README.md"
@@ -24,12 +25,12 @@ def row(name: str, report, check: live.Verification) -> dict:
     after, before = check.after, check.before
     original = shlex.split(report.command.original) if report.command.original else []
     argv = shlex.split(after.command)
-    changed = live.changed_flags(original, argv)
+    changed = launch.changed_flags(original, argv)
     return {
         "scenario": name,
         "verdict": f"{report.verdict.phase} {report.verdict.failure}" + (f" ({report.verdict.rule})"
                                                                           if report.verdict.rule else ""),
-        "advice": " ".join(f"{flag} {live.flag_value(argv, flag)}" for flag in changed) or "none (kept as is)",
+        "advice": " ".join(f"{flag} {launch.flag_value(argv, flag)}" for flag in changed) or "none (kept as is)",
         "outcome": after.outcome,
         "startup_s": after.startup_seconds,
         "ttft_p50_before_s": before.ttft_p50_s if before else None,

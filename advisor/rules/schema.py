@@ -13,8 +13,8 @@ from advisor.rules.expressions import ExpressionError, compile_expression
 
 STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_below_utilization", "weights_oom",
                     "cuda_graph_oom", "tp_heads_mismatch", "max_len_exceeds_model", "unsupported_quantization",
-                    "unsupported_kv_dtype", "unsupported_architecture", "nccl_error", "port_in_use", "parallel_size_exceeds_devices",
-                    "engine_startup_failed")
+                    "unsupported_kv_dtype", "unsupported_architecture", "nccl_error", "port_in_use",
+                    "parallel_size_exceeds_devices", "engine_startup_failed")
 RUNTIME_FAILURES = ("cuda_oom_runtime", "preemption", "kv_cache_saturated", "swap_space_exhausted",
                     "request_exceeds_max_model_len", "engine_dead")
 Failure = Literal[STARTUP_FAILURES + RUNTIME_FAILURES + ("none",)]

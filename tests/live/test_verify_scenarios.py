@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, ROOT, VLLM_PYTHON
 
 from advisor.ingest import sources
+from advisor.live import launch
 from advisor.live import server as live_server
 from advisor.live import verify as live
 from advisor.report.build import analyze
-from conftest import FIXTURES, ROOT, VLLM_PYTHON
 
 sys.path.insert(0, str(ROOT / "tools"))
 import verify_table  # noqa: E402
@@ -102,7 +103,7 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
     report = analysed(path)
     assert (report.verdict.phase, report.verdict.failure) in scenario.accept, report.verdict
     argv = live.command_to_check(report, None)
-    utilization = live.flag_value(argv, "--gpu-memory-utilization")
+    utilization = launch.flag_value(argv, "--gpu-memory-utilization")
     if utilization:
         free, total = report.facts["free_gpu_gib"], report.facts["total_gpu_gib"]
         assert float(utilization) <= min(0.95, free / total), "the advice asks no more than was free"
@@ -117,7 +118,7 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
     assert after.outcome == "fixed", live.render(check, "text")
     assert after.completion_status == 200 and after.preemptions == 0 and after.ttft_p50_s is not None
     if scenario.hold_port:  # checked on the port the advice names, not on one verify picked
-        assert after.port == int(live.flag_value(argv, "--port")) == int(live.flag_value(
+        assert after.port == int(launch.flag_value(argv, "--port")) == int(launch.flag_value(
             shlex.split(report.command.original), "--port")) + 1
     if scenario.bundled == "preemption.log":
         assert check.before.preemptions > 0, "the original flags must preempt under this load"
@@ -126,7 +127,7 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
         # information (H103). All three give preemption's advice; the counter is the proof.
         codes = {f.rule for f in analysed(Path(check.before.log)).findings}
         assert {"R103", "R104", "H103"} & codes, codes
-        fit = int(live.flag_value(shlex.split(after.command), "--max-num-seqs"))
+        fit = int(launch.flag_value(shlex.split(after.command), "--max-num-seqs"))
         assert fit > 1, "sized by the load's request length, not full-length requests"
     RECORDED[scenario.name] = verify_table.row(scenario.name, report, check)
 
