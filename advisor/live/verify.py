@@ -6,6 +6,7 @@ import json
 import shlex
 import sys
 import tempfile
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -122,8 +123,8 @@ def trade_offs(before: Round, after: Round) -> list[str]:
     if factor < TRADE_OFF_FACTOR:
         return []
     return [f"trade-off: preemptions {before.preemptions:g} -> 0, but the median time to first token rose from "
-            f"{before.ttft_p50_s:g} s to {after.ttft_p50_s:g} s (x{factor:.1f}; p95 {before.ttft_p95_s:g} s -> "
-            f"{after.ttft_p95_s:g} s)"]
+            f"{before.ttft_p50_s:g} s to {after.ttft_p50_s:g} s (x{factor:.1f}; p95 {shown(before.ttft_p95_s)} s -> "
+            f"{shown(after.ttft_p95_s)} s)"]
 
 
 def main(argv: list[str]) -> int:
@@ -183,6 +184,7 @@ def render(check: Verification, fmt: str, width: int = 80) -> str:
     for label, name in rows:
         lines.append(f"  {label:<18}" + "".join(f"{shown(getattr(run, name)):<16}" for _, run in runs).rstrip())
     lines.append(f"  memory from: {r.memory_from or 'unknown'}")
-    lines += [f"  {note}" for note in check.notes]
+    lines += [textwrap.fill(note, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False,
+                            break_long_words=False) for note in check.notes]
     lines += [f"  new verdict: {r.verdict.get('phase')} / {r.verdict.get('failure')}", f"  log: {r.log or '-'}"]
     return "\n".join(lines)
