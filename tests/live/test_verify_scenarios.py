@@ -1,7 +1,7 @@
 """`verify` on every live scenario: a real failing run (or its bundled capture), the advice, a real relaunch.
 
-With VLLM_ADVISOR_RECORD=1 the measured rows are written to fixtures/verify-scenarios.json and the
-README's table is regenerated from them (tools/verify_table.py)."""
+With VLLM_ADVISOR_RECORD=1 each scenario's measured row goes to fixtures/verify-scenarios.json as it passes, and
+the README's table is regenerated from the rows (tools/verify_table.py)."""
 from __future__ import annotations
 
 import json
@@ -25,7 +25,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import verify_table  # noqa: E402
 
 pytestmark = pytest.mark.live
-RECORDED = {}
 # The most memory a relaunch may reserve here: the CPU backend commits its whole KV cache at startup, and a
 # fix sized to the free memory of a shared machine would take it from everyone else on it.
 MEMORY_GIB = float(os.environ.get("VLLM_ADVISOR_LIVE_MEMORY_GIB", "4"))
@@ -46,24 +45,24 @@ class Scenario:
 
 BUDGET = ["--kv-cache-memory-bytes", "16000000"]  # a fixed KV budget: the outcome does not hang on free memory
 SCENARIOS = [
-    Scenario("KV cache too small for --max-model-len 32768", {("startup", "kv_cache_insufficient")},
-             bundled="kv-shortfall.log"),
-    # The fix (the model's 32768) needs 32 MiB of KV cache at 1 KiB per token: the budget holds it.
-    Scenario("--max-model-len 65536 above the model's 32768", {("startup", "max_len_exceeds_model")},
-             flags=["--max-model-len", "65536", "--kv-cache-memory-bytes", "48000000"]),
-    Scenario("--tensor-parallel-size 3 with 2 attention heads", {("startup", "tp_heads_mismatch")},
-             flags=["--tensor-parallel-size", "3", "--max-model-len", "4096", *BUDGET]),
-    Scenario("--tensor-parallel-size 2 on one NUMA node", {("startup", "parallel_size_exceeds_devices")},
-             flags=["--tensor-parallel-size", "2", "--max-model-len", "4096", *BUDGET]),
-    Scenario("--gpu-memory-utilization 0.99 above the free memory", {("startup", "free_memory_below_utilization")},
-             flags=["--max-model-len", "4096", "--gpu-memory-utilization", "0.99"]),
     Scenario("HTTP port already in use", {("startup", "port_in_use")},
              flags=["--max-model-len", "4096", *BUDGET], hold_port=True),
     Scenario("preemption under 10 concurrent requests", {("runtime", "preemption"), ("runtime", "kv_cache_saturated"),
                                                          ("healthy", "none")},
              bundled="preemption.log", load=10, max_tokens=1000),
+    Scenario("--tensor-parallel-size 3 with 2 attention heads", {("startup", "tp_heads_mismatch")},
+             flags=["--tensor-parallel-size", "3", "--max-model-len", "4096", *BUDGET]),
+    # The fix (the model's 32768) needs 32 MiB of KV cache at 1 KiB per token: the budget holds it.
+    Scenario("--max-model-len 65536 above the model's 32768", {("startup", "max_len_exceeds_model")},
+             flags=["--max-model-len", "65536", "--kv-cache-memory-bytes", "48000000"]),
+    Scenario("--gpu-memory-utilization 0.99 above the free memory", {("startup", "free_memory_below_utilization")},
+             flags=["--max-model-len", "4096", "--gpu-memory-utilization", "0.99"]),
+    Scenario("--tensor-parallel-size 2 on one NUMA node", {("startup", "parallel_size_exceeds_devices")},
+             flags=["--tensor-parallel-size", "2", "--max-model-len", "4096", *BUDGET]),
     Scenario("healthy under 4 concurrent requests", {("healthy", "none")}, bundled="healthy.log", load=4,
              max_tokens=256),
+    Scenario("KV cache too small for --max-model-len 32768", {("startup", "kv_cache_insufficient")},
+             bundled="kv-shortfall.log"),
 ]
 
 
@@ -130,12 +129,16 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
         assert {"R103", "R104", "H103"} & codes, codes
         fit = int(launch.flag_value(shlex.split(after.command), "--max-num-seqs"))
         assert fit > 1, "sized by the load's request length, not full-length requests"
-    RECORDED[scenario.name] = verify_table.row(scenario.name, report, check)
+    if os.environ.get("VLLM_ADVISOR_RECORD") == "1":
+        record(verify_table.row(scenario.name, report, check))
 
 
-@pytest.mark.skipif(os.environ.get("VLLM_ADVISOR_RECORD") != "1", reason="VLLM_ADVISOR_RECORD=1 writes the table")
-def test_record_the_table():
-    assert RECORDED, "the scenarios must run in the same session"
-    rows = [RECORDED[s.name] for s in SCENARIOS if s.name in RECORDED]  # a skipped one has no row
-    verify_table.RESULTS.write_text(json.dumps(rows, indent=2) + "\n")
-    verify_table.write_readme(rows)
+def record(row: dict) -> None:
+    """The scenario's row into the recorded rows (in the scenarios' order) and the README's table, at once:
+    an interrupted session keeps what it measured."""
+    recorded = json.loads(verify_table.RESULTS.read_text()) if verify_table.RESULTS.exists() else []
+    rows = {r["scenario"]: r for r in recorded}
+    rows[row["scenario"]] = row
+    ordered = [rows[s.name] for s in SCENARIOS if s.name in rows]
+    verify_table.RESULTS.write_text(json.dumps(ordered, indent=2) + "\n")
+    verify_table.write_readme(ordered)
