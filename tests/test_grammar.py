@@ -76,6 +76,9 @@ WORDINGS = [
     ("034-", 7, "serving_call", {}),  # "engine_core.run_busy_loop()" in a cut traceback
     ("034-", 3, "exception_chain", {}),
     ("018-", 3, "platform", {}),  # "Automatically detected platform cuda."
+    ("093-", 1, "cpu_build", {}),  # "Triton is installed, but doesn't include CPU backend." (a CPU build only)
+    ("093-", 4, "api_server_entry", {}),  # the module's deprecation warning names the entry point
+    ("tp-numa-nodes", 56, "cpu_numa_nodes_short", {"local_world_size": 2, "numa_nodes": 1}),
     ("093-", 8, "server_version", {}),  # the start-up banner's "█  version 0.32.0"
     ("reference-formats", 37, "free_memory_below_utilization", {"free_gpu_gib": 20.1, "requested_gib": 72.9}),  # 0.32 on
     ("reference-formats", 38, "cpu_kv_memory_unavailable", {"free_gpu_gib": 1.2, "kv_requested_gib": 4.0}),
