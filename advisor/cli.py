@@ -6,36 +6,29 @@ import gc
 import os
 import sys
 from contextlib import contextmanager
+from importlib import resources
 from typing import NoReturn
 
 from advisor import pipeline
 from advisor.command import CommandError
+from advisor.ingest import sources
 from advisor.report.contract import Report
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.rules.schema import RuleSetError, load_rules
+from advisor.usage import InputError, OneLineParser
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = {"explain", "rules", "verify", "follow"}
+SUBCOMMANDS = {"explain", "rules", "verify", "follow", "schema"}
 # --fail-on threshold -> the finding severities that make the exit code 1 (info never does).
 FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
-
-
-class InputError(Exception):
-    """A file that cannot be read, or a report that cannot be written: reported in one line, exit 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one 'vllm-advisor: ...' line like every other error."""
-
-    def error(self, message: str):
-        raise InputError(f"{message} (see --help)")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream}
+            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream,
+                        "schema": print_schema}
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
     except (InputError, CommandError) as error:
@@ -79,8 +72,8 @@ def analysis_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="vllm-advisor",
         description="Read vLLM logs, say what went wrong and what to change. "
-                    "Subcommands: 'explain CODE', 'rules', 'verify LOG' (see 'verify --help').")
-    parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz); '-' or none for stdin")
+                    "Subcommands: 'explain CODE', 'rules', 'schema [report|finding]', 'follow', 'verify LOG' (see their --help).")
+    parser.add_argument("files", nargs="*", default=["-"], help="log files (.log, .gz) or folders of them (read in parallel); '-' or none for stdin")
     parser.add_argument("--format", choices=sorted(FORMATS), default=None,
                         help="output format (default: text on a terminal, json otherwise)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
@@ -114,7 +107,13 @@ def _analyze_files(args: argparse.Namespace) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`)
         raise InputError("cannot write the report: standard output is closed")
     output = args.format or ("text" if sys.stdout.isatty() else "json")
-    pending = [analyze_one(path, args.cmd) for path in args.files or ["-"]]
+    paths = [log for path in args.files or ["-"] for log in sources.log_files(path)]
+    if not paths:
+        raise InputError(f"{' '.join(args.files)}: no files in it")
+    if len(paths) == 1:
+        pending = [analyze_one(paths[0], args.cmd)]
+    else:  # an archive: the logs are read in parallel
+        pending = [_checked(path, result) for path, result in zip(paths, pipeline.pending_many(paths, args.cmd))]
     try:
         with writing("report"):
             if output == "json":
@@ -151,6 +150,16 @@ def exit_code(reports: list[Report], fail_on: str | None) -> int:
 def analyze_one(path: str, user_command: str | None) -> pipeline.PendingReport:
     try:
         return pipeline.pending(path, user_command)
+    except (OSError, EOFError, pipeline.ProcessDied) as error:
+        return _checked(path, error)
+
+
+def _checked(path: str, result: pipeline.PendingReport | BaseException) -> pipeline.PendingReport:
+    """The report, or the one-line error of a log that cannot be read."""
+    if not isinstance(result, BaseException):
+        return result
+    try:
+        raise result
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -185,6 +194,18 @@ def verify(argv: list[str]) -> int:
     from advisor.live import verify as live  # only the live check needs the server helpers
 
     return live.main(argv)
+
+
+def print_schema(argv: list[str]) -> int:
+    """The JSON Schema of the report (or of the streamed finding records), as shipped in the wheel."""
+    names = ("report", "finding")
+    if len(argv) > 1 or (argv and argv[0] not in names):
+        return _error("usage: vllm-advisor schema [report|finding]")
+    text = (resources.files("advisor.report") / "schemas" / f"{argv[0] if argv else 'report'}.json").read_text()
+    with writing("output"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_OK
 
 
 def list_rules(argv: list[str]) -> int:

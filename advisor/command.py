@@ -129,7 +129,8 @@ def apply(argv: list[str], flags: dict[str, str | None]) -> list[str]:
 def _without(argv: list[str], flag: str) -> tuple[list[str], int]:
     """argv without every occurrence of a flag (and its value), and where the first one stood."""
     wanted = flag.replace("_", "-")
-    kept, skip_value, position = [], False, None
+    kept: list[str] = []
+    skip_value, position = False, None
     for i, token in enumerate(argv):
         if skip_value:
             skip_value = False

@@ -5,10 +5,13 @@ line with the grammar; the fast one (advisor.fast) parses only the lines a liter
 """
 from __future__ import annotations
 
+import itertools
+import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 
-from advisor.fast import scan
+from advisor.fast import background, scan
 from advisor.fast.background import ProcessDied
 from advisor.fast.packed_report import PendingReport
 from advisor.ingest import sources
@@ -18,7 +21,7 @@ from advisor.report.contract import Report
 
 # A log is a path (str or os.PathLike; '-' is stdin), its bytes, or an iterable of its lines.
 Log = str | os.PathLike | bytes | Iterable[str]
-__all__ = ["Log", "PendingReport", "ProcessDied", "analyze", "display_name", "facts", "pending"]
+__all__ = ["Log", "PendingReport", "ProcessDied", "analyze", "display_name", "facts", "pending", "pending_many"]
 
 
 def analyze(log: Log, command: str | None = None, *, name: str | None = None, fast: bool = True) -> Report:
@@ -31,6 +34,29 @@ def analyze(log: Log, command: str | None = None, *, name: str | None = None, fa
 def pending(log: Log, command: str | None = None, *, name: str | None = None) -> PendingReport:
     """The fast path's report while it is being made: its JSON can be written before it is finished."""
     return PendingReport(facts(log), name or display_name(log), command)
+
+
+def pending_many(paths: list[str], command: str | None = None) -> list[PendingReport | BaseException]:
+    """The reports of several logs, in order, their lines read in parallel on the cores this process
+    may use; a log that cannot be read gives its error in its place."""
+    workers = min(len(paths), scan.usable_cores())
+    results: Iterable[list[Fact] | BaseException]
+    if workers < 2 or not background.can_fork():
+        results = map(_facts_or_error, paths)
+    else:
+        # Forked workers, one log each at a time; a big log is then read by one process, not in parts.
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        with pool:
+            results = list(pool.map(_facts_or_error, paths, itertools.repeat(1)))
+    return [result if isinstance(result, BaseException) else PendingReport(result, display_name(path), command)
+            for path, result in zip(paths, results)]
+
+
+def _facts_or_error(path: str, parts: int | None = None) -> list[Fact] | BaseException:
+    try:
+        return scan.scan_file(path, parts=parts)
+    except (OSError, EOFError, ProcessDied) as error:
+        return error
 
 
 def facts(log: Log, *, fast: bool = True) -> list[Fact]:
@@ -49,6 +75,6 @@ def display_name(log: Log) -> str:
 
 
 def _line_chunks(lines: Iterable[str]) -> Iterator[bytes]:
-    # Lines with or without their newline (a text file object keeps it, str.splitlines() drops it).
+    # Lines with or without their newline (a text file object keeps it, str.split("\n") drops it).
     for line in lines:
-        yield line.encode("utf-8", "surrogateescape") + (b"" if line.endswith(("\n", "\r")) else b"\n")
+        yield line.encode("utf-8", "surrogateescape") + (b"" if line.endswith("\n") else b"\n")

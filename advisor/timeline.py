@@ -17,7 +17,7 @@ STARTING_KINDS = RUN_MARKERS | {"engine_config"}
 TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "exception_chain"}
 # A run that shows one of these is over: a marker or an engine config after it begins the next run.
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
-# Signs that startup is over (DESIGN.md, "Phase").
+# Signs that startup is over: a server that got ready, or one already serving.
 READY_KINDS = {"ready", "stats"}
 # Signs that requests were being served, for excerpts that start after readiness.
 SERVING_KINDS = {"stats", "request_too_long", "request_too_long_input", "request_too_long_total",
@@ -49,7 +49,7 @@ STAGE_BY_FUNCTION = {
                 "engine_step", "process_output_sockets", "_run_output_handler", "sample_tokens"},
 }
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
-# and whether or not the excerpt shows the server getting ready (DESIGN.md, "Phase").
+# and whether or not the excerpt shows the server getting ready.
 SERVING_LOOPS = {"run_busy_loop", "run_engine_loop", "_process_engine_step", "step_with_batch_queue",
                  "engine_step", "output_handler", "_run_output_handler", "process_output_sockets"}
 
@@ -138,12 +138,15 @@ def place(run: Run) -> list[Event]:
     """Give each fact of a run its phase and stage, joining tracebacks with their final exception;
     note the run's last values, peak of running requests, backend and last progress on the way."""
     facts = run.facts
-    runtime_from = run.ready_line  # facts from this line on happen at runtime
-    if runtime_from is None:  # never ready: all runtime if the excerpt began after readiness, else all startup
-        runtime_from = -math.inf if _started_mid_way(facts) else math.inf
+    # Facts from this line on happen at runtime; never ready: all runtime if the excerpt began after
+    # readiness, else all startup.
+    runtime_from: float = run.ready_line if run.ready_line is not None else (
+        -math.inf if _started_mid_way(facts) else math.inf)
     stage_of_line, open_frames = _traceback_stages(facts)
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
-    events, previous_stats, capturing, sized = [], {}, False, False
+    events: list[Event] = []
+    previous_stats: dict[tuple[str | None, Number | None], dict[str, Number]] = {}  # by process and engine
+    capturing = sized = False
     last_values: dict[str, Number] = {}
     peak = backend = progress = None
     for fact in facts:
@@ -173,13 +176,13 @@ def place(run: Run) -> list[Event]:
             peak = running
     run.values, run.peak_running_reqs, run.backend, run.progress_line = last_values, peak, backend, progress
     run.vllm_version = next((f.text["vllm_version"] for f in reversed(facts) if f.text.get("vllm_version")), None)
-    for process, frames in open_frames.items():  # an excerpt cut inside a traceback
-        if frames:
+    for process, cut_frames in open_frames.items():  # an excerpt cut inside a traceback
+        if cut_frames:
             last = max(f.line for f in facts if f.process == process)
             level = next(f.level for f in reversed(facts) if f.process == process)
             stub = Fact(kind="incomplete_traceback", line=last, process=process, level=level)
-            phase = "runtime" if last >= runtime_from or _in_serving_loop(frames) else "startup"
-            events.append(Event(stub, phase, stage_from_frames(tuple(frames)), tuple(frames)))
+            phase = "runtime" if last >= runtime_from or _in_serving_loop(cut_frames) else "startup"
+            events.append(Event(stub, phase, stage_from_frames(tuple(cut_frames)), tuple(cut_frames)))
     return sorted(events, key=attrgetter("fact.line"))
 
 
@@ -217,8 +220,8 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             stage_of_line[fact.line] = (stage_from_frames(frames), frames)
             resolve(process, frames)
             last_exception[process] = fact.line
-    for process, frames in open_frames.items():
-        resolve(process, tuple(frames))
+    for process, pending in open_frames.items():
+        resolve(process, tuple(pending))
     return stage_of_line, open_frames
 
 

@@ -1,6 +1,7 @@
 """Shared helpers: the labelled corpus and a one-call analysis of a fixture."""
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -36,6 +37,18 @@ def require_tool(name: str, install: str) -> str:
             pytest.fail(f"{reason} ({REQUIRE_TOOLS}=1)", pytrace=False)
         pytest.skip(reason)
     return path
+
+
+def require_module(name: str, install: str):
+    """A Python module a test drives (Ray for the archive example); skips, or fails under
+    VLLM_ADVISOR_REQUIRE_TOOLS=1, without it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        reason = f"{name} is not installed: {install}"
+        if os.environ.get(REQUIRE_TOOLS) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_TOOLS}=1)", pytrace=False)
+        pytest.skip(reason)
 
 
 def corpus_cases() -> list[dict]:

@@ -4,19 +4,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
+from advisor.ingest.unwrap import CUT_FROM_INSIDE, JOURNAL_KEY
 from advisor.parse.grammar import anchor_words
 
-# sources.clean() deletes these before the grammar sees a line, so they may split an anchor
-# ("CUDA \x1b[1mout of memory"): a line holding one is always a candidate.
-CLEANED_AWAY = ("\x1b", "^[[", "\x00")
-# A journald JSON record's MESSAGE is decoded first (JSON escapes, or a list of byte values), so
-# its anchors may not be in the raw bytes at all: a line holding the key is always a candidate.
-JOURNAL_KEY = '"MESSAGE"'
+# A line holding what unwrap cuts from inside lines ("CUDA \x1b[1mout of memory") or a journald
+# record's key is always a candidate: its anchors may not be in its raw bytes.
+ALWAYS_CANDIDATES = (*CUT_FROM_INSIDE, JOURNAL_KEY)
 
 
 def anchor_literals() -> tuple[bytes, ...]:
     """The literals that find every line on which the grammar can state a fact."""
-    return tuple(dict.fromkeys(word.encode() for word in (*anchor_words(), *CLEANED_AWAY, JOURNAL_KEY)))
+    return tuple(dict.fromkeys(word.encode() for word in (*anchor_words(), *ALWAYS_CANDIDATES)))
 
 
 # A matcher takes a buffer and returns the offsets of every literal hit (any order, repeats allowed).

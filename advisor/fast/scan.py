@@ -26,15 +26,15 @@ FIRST_PART_EXTRA = 0.12
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def scan_file(path: str, engine: str | None = None) -> list[Fact]:
+def scan_file(path: str, engine: str | None = None, parts: int | None = None) -> list[Fact]:
     """scan_chunks of a file's bytes (or stdin's for '-').
 
     A big plain file is cut at line starts into parts scanned at once: the first by this process,
     the others by forked ones, whose line numbers count from their part's start until the
-    newlines of the parts before are known.
+    newlines of the parts before are known. `parts` caps their number (default: the usable cores).
     """
     size = _plain_file_size(path)
-    parts = min(_usable_cores(), size // PART_MIN)
+    parts = min(parts or usable_cores(), size // PART_MIN)
     if parts < 2 or not background.can_fork():
         return scan_chunks(sources.read_chunks(path), engine)
     starts = [0]
@@ -58,7 +58,7 @@ def scan_file(path: str, engine: str | None = None) -> list[Fact]:
     return facts
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
     # The cores this process may run on (a container or taskset may allow fewer than the machine has).
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))

@@ -9,22 +9,17 @@ from lark.exceptions import LarkError
 
 from advisor.ingest.sources import stripped_prefix
 from advisor.parse.facts import Fact, number
-from advisor.parse.grammar import find_anchor, parse_line
+from advisor.parse.grammar import find_anchor, parse_line, terminal_notes
 
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
 # a cached tree sits at the same offsets in any line with the same key.
 DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
 # The same key as UTF-8 bytes, ten times quicker to make: only ASCII digits are ASCII digit bytes.
 DIGIT_BYTES_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-# Terminals that tell one digit from another (a literal digit, a class like [45]), and a regex
-# that finds every line where such a terminal could match. Those lines bypass the cache.
-# tests/test_fast_path.py recomputes the set from the grammars and fails if it changes.
-DIGIT_SENSITIVE = {
-    "A_INITIALIZING": r"V\d",            # "Initializing a V1 LLM engine"
-    "A_FP8_TYPE_UNSUPPORTED": r"fp\d",   # "type fp8e4nv not supported"
-    "A_HTTP_STATUS": r'" \d',            # 'HTTP/1.1" 500': only 4xx and 5xx are anchors
-    "A_WEIGHT_KERNEL": r"w\da\d",        # "def _w8a8_triton_block_scaled_mm("
-}
+# Terminals that tell one digit from another (a literal digit, a class like [45]), each with a regex
+# that finds every line where it could match (its `digit-sensitive` note in the grammar). Those lines
+# bypass the cache. tests/oracles/test_fast_path.py recomputes the set from the grammars and fails if it changes.
+DIGIT_SENSITIVE = terminal_notes("digit-sensitive")
 # Digit-uniform itself, so two lines with one key either both match it or neither does.
 BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))
 MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears and refills
@@ -223,7 +218,7 @@ class _Recipe:
                 tag = text[process_span[0]:process_span[1]]
                 process = self.processes.get(tag)
                 if process is None:
-                    process = self.processes[tag] = tag if type(tag) is str else tag.decode("ascii")
+                    process = self.processes[tag] = tag if isinstance(tag, str) else tag.decode("ascii")
             out.append(PackedFact(fact, names, line, numbers, process))
         return out
 

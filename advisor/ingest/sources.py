@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.ingest.unwrap import clean, journal_message
+from advisor.ingest.unwrap import CUT_FROM_INSIDE, RAY_NOTE, clean, journal_message
 
 # A line longer than this is cut: a 200 MB "line" is binary junk, not a message.
 MAX_LINE = 64 * 1024
@@ -50,17 +50,18 @@ def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
 def line_segments(number: int, raw: bytes) -> Iterator[Line]:
     """The cleaned text of one physical line (without its LF), in as many segments as it has breaks."""
     text = raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
-    text = journal_message(text) if "MESSAGE" in text else text
-    if text is None:
+    unwrapped = journal_message(text) if "MESSAGE" in text else text
+    if unwrapped is None:
         return
+    text = unwrapped
     for segment in BREAKS.split(text) if ("\r" in text or "\n" in text) else (text,):
         yield Line(number, clean(segment))
 
 
 # What makes line_segments do more to a line than decode it and strip wrappers from its start: a CR
-# or LF splits it, MESSAGE may mean a journald record, ESC, "^[[" and NUL are cleaned out of its middle
-# and Ray's note off its end. None holds a digit, so lines that differ only in digits agree on them.
-RESHAPING = (b"\r", b"\n", b"MESSAGE", b"\x1b", b"^[[", b"\x00", b"across cluster]")
+# or LF splits it, MESSAGE may mean a journald record, what unwrap cuts from inside a line or off its
+# end. None holds a digit, so lines that differ only in digits agree on them.
+RESHAPING = tuple(mark.encode() for mark in ("\r", "\n", "MESSAGE", *CUT_FROM_INSIDE, RAY_NOTE))
 
 
 def stripped_prefix(raw: bytes) -> int | None:
@@ -69,7 +70,7 @@ def stripped_prefix(raw: bytes) -> int | None:
 
     The answer holds for every line with the same bytes but for digits: it is ASCII as well, has
     the same length and RESHAPING bytes, and the wrapper regexes treat all digits alike
-    (tests/test_fast_path.py), so they match prefixes of the same length.
+    (tests/oracles/test_fast_path.py), so they match prefixes of the same length.
     """
     if len(raw) > MAX_LINE or not raw.isascii() or any(mark in raw for mark in RESHAPING):
         return None
@@ -88,6 +89,16 @@ def read_chunks(path: str) -> Iterator[bytes]:
     finally:
         if path != "-":
             stream.close()
+
+
+def log_files(path: str) -> list[str]:
+    """The logs a path names: a folder's files, all of them down its tree but hidden ones, in name
+    order (an archive of rotated and compressed logs); any other path as it is."""
+    folder = Path(path)
+    if path == "-" or not folder.is_dir():
+        return [path]
+    return [str(file) for file in sorted(folder.rglob("*"))
+            if file.is_file() and not any(part.startswith(".") for part in file.relative_to(folder).parts)]
 
 
 def display_name(path: str) -> str:

@@ -46,12 +46,21 @@ BOX_BAR = "│"
 RAY_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 # journalctl -o json-seq starts each record with an ASCII record separator.
 RECORD_SEPARATOR = "\x1e"
+# What clean() cuts out of the middle of a line (colour codes, raw or as `cat -v` shows them, and
+# NULs), so a line holding one may hide an anchor from a search of its raw bytes.
+CUT_FROM_INSIDE = ("\x1b", "^[[", "\x00")
+# The key of a journald JSON record, whose MESSAGE is decoded (JSON escapes or a list of byte
+# values): its anchors may not be in the raw bytes at all.
+JOURNAL_KEY = '"MESSAGE"'
+# What clean() cuts off a line's end: Ray's deduplication note.
+RAY_NOTE = "across cluster]"
 
 
 def clean(raw: str) -> str:
     """Remove colour codes, NULs, byte-order marks, shipper and terminal wrappers; keep vLLM's text."""
+    # CUT_FROM_INSIDE names what this line cuts from inside a line: keep the two in step.
     text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
-    if "across cluster]" in text:  # Ray's deduplication note ends the line
+    if RAY_NOTE in text:  # Ray's deduplication note ends the line
         repeated = RAY_REPEATED.search(text)
         text = text[:repeated.start()].rstrip() if repeated else text
     return text

@@ -36,7 +36,7 @@ class Round:
     outcome: str  # fixed | still failing | could not run
     verdict: dict = field(default_factory=dict)
     startup_seconds: float | None = None
-    kv_cache_tokens: int | None = None
+    kv_cache_tokens: int | float | None = None
     completion_status: int | None = None
     ttft_p50_s: float | None = None
     ttft_p95_s: float | None = None

@@ -117,9 +117,10 @@ def continued_facts(lines: Iterable[Line], parse: ParseLine) -> Iterator[Fact]:
         if ahead:
             number, texts = ahead.pop(0)
         else:
-            number, texts = next(physical, (None, None))
-            if number is None:
+            group = next(physical, None)
+            if group is None:
                 return
+            number, texts = group
         facts = [fact for text in texts[:-1] for fact in without_cut(parse(text, number))]
         last = parse(texts[-1], number)
         if not is_cut(last):
@@ -138,7 +139,7 @@ def continued_facts(lines: Iterable[Line], parse: ParseLine) -> Iterator[Fact]:
 
 
 def _physical_lines(lines: Iterable[Line]) -> Iterator[tuple[int, list[str]]]:
-    number, texts = None, []
+    number, texts = 0, list[str]()
     for line in lines:
         if line.number != number and texts:
             yield number, texts

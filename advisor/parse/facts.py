@@ -62,6 +62,8 @@ def number(text: str) -> Number:
 def gib(text: str) -> float:
     """A size as printed ('739.81 MiB', '2.89GiB', '14.9888 GB') in GiB, 4 decimals for converted units."""
     match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"not a size: {text!r}")
     amount, unit = number(match[1]), (match[2] or "GiB")
     if unit in ("GiB", "Gib", "GB"):
         return float(amount)
@@ -91,6 +93,8 @@ def namespace_args(text: str) -> dict[str, Any] | None:
         return None
     args = {}
     for keyword in call.keywords:
+        if keyword.arg is None:  # **kwargs: no flag name
+            continue
         try:
             args[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, SyntaxError, TypeError, RecursionError):

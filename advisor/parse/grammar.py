@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import lark
 from lark import Lark, Token, Tree
@@ -15,49 +17,6 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, Unex
 from advisor.parse.facts import Fact
 from advisor.parse.messages import ToFacts
 
-# For each regex anchor, literals of which every match of the anchor contains at least one.
-# String anchors need no entry: the string is its own literal. tests/test_fast_path.py fails
-# when an anchor is added to the grammar without a line here. The prefilter looks for them in
-# raw bytes, find_anchor in a line's text.
-REGEX_ANCHOR_LITERALS: dict[str, tuple[str, ...]] = {
-    "A_DEVICE_BLOCKS": (" blocks:",),
-    "A_KV_CACHE_SIZE": (" KV cache size:",),
-    "A_PROFILE_ROW": ("total_gpu_memory", "gpu_memory_utilization", "available_kv_cache_memory",
-                      "non_torch_memory", "PyTorch activation peak memory"),
-    "A_CPU_KV_SET": ("Explicitly set", "Auto set"),
-    "A_CAPTURING": ("Capturing cudagraphs", "Capturing CUDA graph", "Capturing the model for CUDA graphs"),
-    "A_PREEMPTION_TOTAL": ("cumulative_preemption",),
-    "A_ENGINE_ID": ("Avg prompt throughput",),
-    "A_CUDA_OOM": (" out of memory.",),
-    "A_FAILED_CREATE_WEIGHTS": ("Failed to create ",),
-    "A_CUDA_ERROR_OOM": ("CUDA error: out of memory", "CUDA_ERROR_OUT_OF_MEMORY"),
-    "A_INITIALIZING": ("Initializing a",),
-    "A_NAMESPACE": ("args: Namespace(",),
-    "A_SERVER_VERSION": ("vLLM API server version", "vLLM version"),
-    "A_BANNER_VERSION": ("█  version ",),
-    "A_FP8_TYPE_UNSUPPORTED": (" not supported in this architecture",),
-    "A_KV_DTYPE_UNSUPPORTED": (" kv-cache is not supported",),
-    "A_WEIGHT_KERNEL": ("def ",),
-    "A_NCCL_ERROR": ("NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError"),
-    "A_ADDRESS_IN_USE": ("ddress already in use", "EADDRINUSE"),
-    "A_INSPECTING_FAILED": ("Error in inspecting model architecture", "failed to be inspected"),
-    "A_ENGINE_START_FAILED": ("EngineCore failed to start", "Engine core initialization failed",
-                              "Engine process failed to start", "EngineCoreProc failed to start",
-                              "Timed out waiting for ", "Frontend process failed during engine core"),
-    "A_ENGINE_FATAL": ("EngineCore encountered a fatal error", "EngineCore hit an exception"),
-    "A_ENGINE_DEAD": ("EngineDeadError", "Background loop has errored already", "Engine core proc "),
-    "A_SHUTDOWN": ("trigger received signal=SIG", "Shutting down", "Received SIG", "Shutdown initiated"),
-    "A_DECODER_PROMPT": ("prompt (length",),
-    # HTTP/1.1" 4xx or 5xx: the quote and space before the status are fixed, the version is not.
-    "A_HTTP_STATUS": ('" 4', '" 5'),
-    "A_SWAP_TOO_LARGE": ("oo large swap space",),
-    "A_KILLED_FOR_MEMORY": ("OOMKilled", "oom-kill", "killed by the OOM killer"),
-    "A_RESTART_LOOP": ("CrashLoopBackOff", "Back-off restarting failed container"),
-    "A_SERVING_CALL": ("run_busy_loop(", "run_engine_loop(", "_process_engine_step(", "step_with_batch_queue(",
-                       "engine_step("),
-    "A_EXCEPTION_CHAIN": ("The above exception was the direct cause", "During handling of the above exception"),
-    "A_EXCEPTION": ("Error", "Exception", "Interrupt", "Exit"),
-}
 # Facts about the shape of a traceback count only where they start the line's body;
 # elsewhere "ValueError" or 'File "' is just a word inside a sentence.
 STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
@@ -71,6 +30,30 @@ def data_dir(name: str) -> Path:
     """A data folder shipped in the wheel (advisor/data/grammars), or the repository's top-level one."""
     packaged = Path(str(resources.files("advisor"))) / "data" / name
     return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / name
+
+
+# A note on the terminal defined below it, in a grammar file: `// KEY: JSON`.
+NOTE = re.compile(r"^// ([a-z-]+): (.+)$")
+TERMINAL = re.compile(r"^([A-Z][A-Z0-9_]*)(?:\.-?\d+)?\s*:")
+
+
+@cache
+def terminal_notes(key: str) -> dict[str, Any]:
+    """The notes of one key on the grammars' terminals, by terminal name. A regex anchor's `literals`
+    are words of which every match holds one (the prefilter looks for them in raw bytes, find_anchor
+    in a line's text); a `digit-sensitive` terminal tells one digit from another, and its note is a
+    digit-uniform regex finding every line where it could match (those lines bypass the shape cache)."""
+    notes: dict[str, Any] = {}
+    for path in sorted(data_dir("grammars").glob("*.lark")):
+        pending: dict[str, Any] = {}
+        for line in path.read_text().splitlines():
+            if note := NOTE.match(line):
+                pending[note[1]] = json.loads(note[2])
+            elif terminal := TERMINAL.match(line):
+                if key in pending:
+                    notes[terminal[1]] = pending[key]
+                pending = {}
+    return notes
 
 
 @cache
@@ -119,7 +102,7 @@ def anchor_regex() -> re.Pattern:
 
 @cache
 def anchor_words() -> tuple[str, ...]:
-    """Words of which every anchor match holds one: string anchors, and REGEX_ANCHOR_LITERALS."""
+    """Words of which every anchor match holds one: string anchors, and a regex anchor's literals."""
     words = [word for terminal in message_parser().terminals if terminal.name.startswith("A_")
              for word in _words_of(terminal)]
     return tuple(dict.fromkeys(words))
@@ -127,7 +110,7 @@ def anchor_words() -> tuple[str, ...]:
 
 def _words_of(anchor) -> tuple[str, ...]:
     """The words of which every match of an anchor terminal holds one."""
-    return (anchor.pattern.value,) if anchor.pattern.type == "str" else REGEX_ANCHOR_LITERALS[anchor.name]
+    return (anchor.pattern.value,) if anchor.pattern.type == "str" else tuple(terminal_notes("literals")[anchor.name])
 
 
 # Text from which find_anchor searches anchor by anchor: the one regex of all anchors tries each

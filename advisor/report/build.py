@@ -13,8 +13,7 @@ from advisor.report.contract import Command, EventOut, Finding, RemediationOut, 
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
 from advisor.rules.schema import load_rules
-from advisor.timeline import STAGE_BY_FUNCTION, Run, split_runs
-from advisor.timeline import TRACEBACK_KINDS as PLUMBING
+from advisor.timeline import STAGE_BY_FUNCTION, TRACEBACK_KINDS, Run, split_runs
 
 
 def parse(lines: Iterable[Line]) -> list[Fact]:
@@ -29,7 +28,7 @@ def analyze(lines: Iterable[Line], source: str, user_command: str | None = None)
 
 def build_report(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
     report = summarize(facts, source, user_command)
-    report.events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in PLUMBING]
+    report.events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in TRACEBACK_KINDS]
     return report
 
 
@@ -74,12 +73,12 @@ def verdict(run: Run | None, matches: list[Match]) -> Verdict:
 def _has_vllm_facts(run: Run) -> bool:
     # A lone Python traceback is not evidence that the log is a vLLM log.
     serving = STAGE_BY_FUNCTION["serving"]
-    return any(f.kind not in PLUMBING | {"exception"} or f.text.get("function") in serving for f in run.facts)
+    return any(f.kind not in TRACEBACK_KINDS | {"exception"} or f.text.get("function") in serving for f in run.facts)
 
 
 def finding(match: Match) -> Finding:
     rule, context = match.rule, match.context
-    remediations = []
+    remediations: list[RemediationOut] = []
     for remediation in rule.remediations:
         flags = flag_values(remediation, context)
         if flags is None:
@@ -98,7 +97,7 @@ def corrected_command(run: Run | None, findings: list[Finding], user_command: st
     top = next((r for f in findings[:1] for r in f.remediations if r.flags), None)
     original = command.render(argv) if argv else None
     if top is None:
-        return Command(original=original, corrected=None)
+        return Command(original=original)
     if argv is None:
-        return Command(original=None, corrected=command.render(command.flag_tokens(top.flags)))
-    return Command(original=original, corrected=command.render(command.apply(argv, top.flags)))
+        return Command(change=top.flags, change_args=command.render(command.flag_tokens(top.flags)))
+    return Command(original=original, corrected=command.render(command.apply(argv, top.flags)), change=top.flags)

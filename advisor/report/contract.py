@@ -1,14 +1,16 @@
-"""The report contract (vllm-advisor.report/1): what every format is written from."""
+"""The report contract (vllm-advisor.report/2): what every format is written from."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal, TextIO
+from typing import Final, Literal, TextIO
 
 from pydantic import BaseModel, Field
 
 from advisor.parse.facts import Number
+from advisor.report import writer
 
-SCHEMA = "vllm-advisor.report/1"
+SCHEMA: Final = "vllm-advisor.report/2"
+FINDING_SCHEMA: Final = "vllm-advisor.finding/1"
 
 
 class Verdict(BaseModel):
@@ -45,12 +47,20 @@ class Finding(BaseModel):
 
 
 class Command(BaseModel):
+    """The launch command, and the one change the top remediation makes to it."""
+
+    # As the log (or --cmd) gives it, shell-quoted; null when neither gives it.
     original: str | None = None
+    # The original with the change applied: always a whole command, or null.
     corrected: str | None = None
+    # The change, flag to value (null: remove the flag; "": a switch); {} when there is none.
+    change: dict[str, str | None] = Field(default_factory=dict)
+    # The change as shell arguments, when there is no original to apply it to; null otherwise.
+    change_args: str | None = None
 
 
 class Report(BaseModel):
-    schema_: str = Field(SCHEMA, alias="schema")
+    schema_: Literal["vllm-advisor.report/2"] = Field(SCHEMA, alias="schema")
     source: str
     # The events come first: they are known as soon as the log is read, so a big log's report is
     # written while its runs, rules and findings, which come after them, are being worked out.
@@ -65,11 +75,11 @@ class Report(BaseModel):
     model_config = {"populate_by_name": True}
 
     def to_json(self) -> str:
-        return self.model_dump_json(by_alias=True, indent=2)
+        return writer.to_json(self)
 
     def json_parts(self) -> Iterator[str]:
         """The JSON text in pieces, to write a big report without holding it whole."""
-        yield self.to_json()
+        return writer.json_parts(self)
 
     def write_json(self, stream: TextIO) -> None:
         for part in self.json_parts():
@@ -78,3 +88,18 @@ class Report(BaseModel):
     @property
     def failed(self) -> bool:
         return self.verdict.failure != "none"
+
+
+class FindingRecord(Finding):
+    """A finding as `follow --format ndjson` and the shipper destinations write it, one a line."""
+
+    schema_: Literal["vllm-advisor.finding/1"] = Field(FINDING_SCHEMA, alias="schema")
+    event: Literal["finding", "retraction", "recovery"]
+    source: str
+    run: int
+
+
+def json_schemas() -> dict[str, dict]:
+    """The JSON Schema of each document the advisor writes, by name (shipped in advisor/report/schemas)."""
+    return {"report": Report.model_json_schema(by_alias=True, mode="serialization"),
+            "finding": FindingRecord.model_json_schema(by_alias=True, mode="serialization")}

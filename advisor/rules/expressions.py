@@ -55,15 +55,15 @@ def _eval(node: ast.AST, names: Mapping[str, Any]) -> Any:
             return names.get(name)
         case ast.BoolOp(op=ast.And(), values=values):
             result = True
-            for value in values:
-                result = _eval(value, names)
+            for item in values:
+                result = _eval(item, names)
                 if not result:
                     return result
             return result
         case ast.BoolOp(op=ast.Or(), values=values):
             result = False
-            for value in values:
-                result = _eval(value, names)
+            for item in values:
+                result = _eval(item, names)
                 if result:
                     return result
             return result
@@ -82,12 +82,12 @@ def _eval(node: ast.AST, names: Mapping[str, Any]) -> Any:
                 return None
         case ast.Compare(left=left, ops=ops, comparators=comparators):
             a = _eval(left, names)
-            for op, comparator in zip(ops, comparators):
+            for comparison, comparator in zip(ops, comparators):
                 b = _eval(comparator, names)
                 if a is None or b is None:
                     return False
                 try:
-                    if not _COMPARE[type(op)](a, b):
+                    if not _COMPARE[type(comparison)](a, b):
                         return False
                 except TypeError:
                     return False

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from advisor.parse.facts import Fact
 from advisor.parse.messages import STATE_NAMES
 from advisor.rules.remedies import arithmetic
-from advisor.rules.remembered import RememberedArithmetic, RememberedCondition
+from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
 from advisor.timeline import Event, Run
 
@@ -75,7 +75,7 @@ class RunContext:
         it ends the run (at_end: no sign of startup progress or serving follows it)."""
         fact = event.fact
         line, text = fact.line, fact.text
-        names = fact.values_copy()
+        names: dict[str, Any] = fact.values_copy()
         siblings = self.line_values.get(line)
         if siblings:
             names = {**siblings, **names}
@@ -113,9 +113,9 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
     """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it.
 
     Events are walked once: an event's own names are gathered only when a rule still waiting for
-    its kind is left, and shared by those rules. The conditions and the arithmetic remember their
-    outcomes by the own names they read, so on a day of stats lines the whole context is made only
-    for the few events with new values and for those a rule fires on.
+    its kind is left, and shared by those rules. The conditions remember their outcomes by the own
+    names they read, and read no arithmetic: that, and the whole context, are made only for the
+    events a rule fires on.
     """
     scope = RunContext(run)
     waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules still waiting for it, in rule order
@@ -128,13 +128,12 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
             waiting[kind] = [other for other in waiting[kind] if other != index]
 
     found: dict[int, Match] = {}
-    derive = RememberedArithmetic(scope.names)
     conditions = [RememberedCondition(rule.when, scope.names) for rule in rules]
 
     def holds(index: int, event: Event) -> Any:
         own = scope.own_names(event)
         try:
-            return conditions[index](own, derive(own), derive.key)
+            return conditions[index](own)
         except Exception:  # judged again, and logged, in the walk below
             return False
 
@@ -146,11 +145,10 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
         if not candidates:
             continue
         own = scope.own_names(event)
-        derived = derive(own)
         for index in candidates:
             rule = rules[index]
             try:
-                fired = conditions[index](own, derived, derive.key)
+                fired = conditions[index](own)
             except Exception:  # a broken rule must not sink the analysis
                 log.exception("rule %s failed on line %d", rule.code, event.line)
                 retire(index)
@@ -158,7 +156,8 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
             if index in streaks:
                 streaks[index] = streaks[index] + 1 if fired else 0
                 fired = streaks[index] >= rule.sustained
-            if fired:
+            if fired:  # only now the arithmetic its texts and flags read (thefuck's match, then get_new_command)
+                derived = arithmetic({**scope.names, **own})
                 found[index] = Match(rule=rule, event=event, context=scope.whole(own, derived))
                 retire(index)
     return without_superseded([found[index] for index in sorted(found)])

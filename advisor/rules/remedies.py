@@ -34,6 +34,16 @@ BACKEND_WORDS = {
 # `--max-model-len auto` (auto-fit, PR #29431, merged 2025-11-25) ships from this release on.
 AUTO_FIT_SINCE = (0, 13)
 
+# The names arithmetic() may derive: rule texts, flags and remediation conditions read them; a rule's
+# firing condition may not (it is judged before any arithmetic is done), and load_rules says so.
+DERIVED_NAMES = frozenset({"auto_fit_supported", "concurrency_at_suggested", "cpu_nodes_seen", "default_utilization",
+    "derived_max_model_len", "doubled_kv_cache_memory_bytes", "doubled_swap_space", "doubled_tp", "free_fraction",
+    "full_length_requests", "half_max_len", "halved_max_num_seqs", "headroom_users", "kv_block_tokens",
+    "kv_bytes_per_token", "kv_bytes_that_fit", "kv_cache_memory_bytes_needed", "kv_needed_for_max_len_gib",
+    "lower_utilization", "max_safe_utilization", "memory_place", "next_port", "next_utilization", "parallel_units",
+    "process_tool", "requested_max_len", "suggested_max_model_len", "suggested_share_pct", "suggested_tp",
+    "suggested_utilization", "tokens_that_fit", "utilization_cap", "utilization_needed", "valid_tp_sizes"})
+
 
 def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
     """A round max-model-len between 60% and 80% of `limit`: a multiple of 1024 where possible, and at
@@ -41,7 +51,7 @@ def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
     PR 48724). 0 when not even that fits."""
     ceiling = limit - block
     for step in (1024, 512, 256, 128, 64, 16, 1):
-        value = min(int(limit * 0.8), ceiling) // step * step
+        value = int(min(int(limit * 0.8), ceiling)) // step * step
         if value >= limit * 0.6 and value > 0:
             return value
     return max(0, int(min(limit * 0.8, ceiling)))
@@ -79,10 +89,10 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     if bytes_per_token:
         out["kv_bytes_per_token"] = round(bytes_per_token)
 
-    token_limit = v.get("estimated_max_model_len") or v.get("max_tokens_in_kv_cache")
+    token_limit = v.get("estimated_max_model_len") or v.get("max_tokens_in_kv_cache") or 0
     if not token_limit and bytes_per_token and available and available >= MIN_TRUSTED_GIB:
         token_limit = int(available * GIB / bytes_per_token)
-    block = v.get("block_size") or DEFAULT_BLOCK_SIZE.get(v.get("backend"), CUDA_BLOCK_SIZE)
+    block = v.get("block_size") or DEFAULT_BLOCK_SIZE.get(v.get("backend") or "", CUDA_BLOCK_SIZE)
     out["kv_block_tokens"] = block
     suggested = round_length(token_limit, block) if token_limit else 0
     if token_limit:

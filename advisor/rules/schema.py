@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.parse.grammar import data_dir
 from advisor.rules.expressions import ExpressionError, compile_expression
+from advisor.rules.remedies import DERIVED_NAMES
+from advisor.rules.remembered import names_read
 
 STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_below_utilization", "weights_oom",
                     "cuda_graph_oom", "tp_heads_mismatch", "max_len_exceeds_model", "unsupported_quantization",
@@ -17,7 +19,8 @@ STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_bel
                     "parallel_size_exceeds_devices", "engine_startup_failed")
 RUNTIME_FAILURES = ("cuda_oom_runtime", "preemption", "kv_cache_saturated", "swap_space_exhausted",
                     "request_exceeds_max_model_len", "engine_dead")
-Failure = Literal[STARTUP_FAILURES + RUNTIME_FAILURES + ("none",)]
+# Built from the tuples, so each word is written once (a type checker cannot follow it).
+Failure = Literal[STARTUP_FAILURES + RUNTIME_FAILURES + ("none",)]  # type: ignore[valid-type]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -46,15 +49,24 @@ class Remediation(BaseModel):
         return value
 
 
+class Case(BaseModel):
+    """A real log the rule must fire on, or a near miss it must stay quiet on (run by tests/unit/test_rules.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    log: str  # a fixture: its file name, or the start of it ("088-")
+    fires: bool
+    note: str = ""
+
+
 class Rule(BaseModel):
-    """A rule file: what it detects, when, what to say and what to change."""
+    """A rule file: what it detects, when, what to say and what to change, and the logs that show it."""
 
     model_config = ConfigDict(extra="forbid")
     code: str = Field(pattern=r"^[SRH][12]\d\d$")
     name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
     phase: Literal["startup", "runtime", "healthy"]
     severity: Literal["error", "warning", "info"]
-    failure: Failure
+    failure: Failure  # type: ignore[valid-type]
     event: list[str]
     when: str = "True"
     message: list[str]
@@ -70,11 +82,16 @@ class Rule(BaseModel):
     sustained: int = Field(1, ge=1, le=10)
     # How the finding knows: a line of the log says it, or it is worked out from what the lines show.
     evidence: Literal["logged", "inferred"] = "logged"
+    cases: list[Case] = Field(default_factory=list)
 
     @field_validator("when")
     @classmethod
     def _valid_when(cls, value: str) -> str:
-        return _checked(value)
+        derived = sorted(set(names_read(_checked(value))) & DERIVED_NAMES)
+        if derived:
+            raise ValueError(f"when reads {', '.join(derived)}, which are derived only once the rule fires: "
+                             "use them in the message, flags or a remediation's when")
+        return value
 
 
 def _checked(expression: str) -> str:
@@ -92,7 +109,8 @@ class RuleSetError(ValueError):
 @cache
 def load_rules(folder: Path | None = None) -> tuple[Rule, ...]:
     folder = folder or data_dir("rules")
-    rules, seen = [], {}
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
     for path in sorted(folder.glob("*.toml")):
         try:
             rule = Rule.model_validate(tomllib.loads(path.read_text()))

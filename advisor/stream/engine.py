@@ -10,12 +10,11 @@ from advisor.fast.scan import CandidateReader, scan_buffer
 from advisor.ingest.sources import MAX_LINE
 from advisor.parse.facts import Fact
 from advisor.report.build import finding, verdict
-from advisor.report.contract import Finding, Verdict
+from advisor.report.contract import FINDING_SCHEMA, Finding, Verdict
 from advisor.rules.match import Match, match_run, without_superseded
 from advisor.rules.schema import load_rules
 from advisor.timeline import Run, place, starts_new_run
 
-STREAM_SCHEMA = "vllm-advisor.finding/1"
 # Memory stays bounded on a server that runs for months: of each kind of fact the current run keeps
 # the first ones (where startup facts, the first exception and the first stats live, as batch reads them)
 # and the latest ones (the window the next stats line and traceback are judged in).
@@ -44,7 +43,7 @@ class StreamFinding:
         return self.event == "retraction"
 
     def to_dict(self) -> dict:
-        return {"schema": STREAM_SCHEMA, "event": self.event, "source": self.source, "run": self.run,
+        return {"schema": FINDING_SCHEMA, "event": self.event, "source": self.source, "run": self.run,
                 **self.finding.model_dump()}
 
     def to_json(self) -> str:

@@ -13,6 +13,7 @@ from typing import BinaryIO, TextIO
 from advisor.ingest.sources import READ_CHUNK
 from advisor.stream import metrics
 from advisor.stream.engine import StreamEngine, StreamFinding
+from advisor.usage import OneLineParser
 
 POLL_SECONDS = 0.2
 # A traceback arrives in one burst; once the input has been quiet this long the run so far is judged whole,
@@ -24,7 +25,7 @@ TRUNCATION_PROBE = 64
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vllm-advisor follow",
+    p = OneLineParser(prog="vllm-advisor follow",
                                 description="Follow a vLLM log (across rotation and truncation) or stdin; "
                                             "print each finding once, as soon as it is decidable.")
     p.add_argument("file", nargs="?", default="-", help="the log to follow; '-' or none for stdin")
@@ -116,7 +117,7 @@ def file_chunks(path: str, from_start: bool, stop: threading.Event) -> Iterator[
                 continue
             opened, current = os.fstat(handle.fileno()), _stat(path)
             same = current is not None and (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino)
-            if rewritten or (same and current.st_size < handle.tell()):
+            if rewritten or (same and current is not None and current.st_size < handle.tell()):
                 handle.seek(0)  # truncated in place (copytruncate), maybe refilled already
                 last = b""
             elif same:

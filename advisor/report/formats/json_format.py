@@ -2,9 +2,16 @@
 from __future__ import annotations
 
 import io
-from typing import TextIO
+from collections.abc import Sequence
+from typing import Protocol, TextIO
 
 from advisor.report.contract import Report
+
+
+class WritesJson(Protocol):
+    """A report, or one being made (a big log's, whose events are written before the rest is known)."""
+
+    def write_json(self, stream: TextIO) -> None: ...
 
 
 def render(reports: list[Report]) -> str:
@@ -13,7 +20,7 @@ def render(reports: list[Report]) -> str:
     return text.getvalue()
 
 
-def write(reports: list[Report], stream: TextIO) -> None:
+def write(reports: Sequence[WritesJson], stream: TextIO) -> None:
     """Write piece by piece: the text of a report with a million events never sits whole in memory."""
     if len(reports) == 1:
         reports[0].write_json(stream)

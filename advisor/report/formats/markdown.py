@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from advisor.report.contract import Report
-from advisor.report.formats.text import KEY_FACTS, top_finding
+from advisor.report.formats.summary import KEY_FACTS, command_title, top_finding
 
 # Characters that would start markup inside a sentence or end a table cell.
 MARKUP = str.maketrans({c: "\\" + c for c in "\\`*<>|["})
@@ -36,8 +36,8 @@ def section(report: Report) -> str:
             if remediation.tradeoff:
                 out.append(f"   - trade-off: {escape(remediation.tradeoff)}")
         out.append("")
-    if report.command.corrected:
-        out += ["**Corrected command** (the first change only):", "", "```sh", report.command.corrected, "```", ""]
+    if shown := report.command.corrected or report.command.change_args:
+        out += [f"**{command_title(report)}** (the first change only):", "", "```sh", shown, "```", ""]
     others = [f for f in report.findings if f is not top]
     if others:
         out += ["**Other findings:**", ""]

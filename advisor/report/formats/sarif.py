@@ -5,9 +5,11 @@ import hashlib
 import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote
 
 from advisor.report.contract import Finding, Report
+from advisor.report.formats.summary import command_title
 from advisor.rules.schema import Rule, load_rules
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -72,7 +74,7 @@ def short_description(rule: Rule) -> str:
 
 
 def result(report: Report, finding: Finding, index: dict[str, int]) -> dict:
-    entry = {
+    entry: dict[str, Any] = {
         "ruleId": finding.rule,
         "level": LEVEL[finding.severity],
         "message": {"text": message_text(report, finding)},
@@ -94,8 +96,9 @@ def message_text(report: Report, finding: Finding) -> str:
     if finding.remediations:
         parts.append(f"First change: {finding.remediations[0].title}")
     # The corrected command belongs to the verdict's finding, which the report lists first.
-    if report.command.corrected and report.findings and finding is report.findings[0]:
-        parts.append(f"Corrected command: {report.command.corrected}")
+    shown = report.command.corrected or report.command.change_args
+    if shown and report.findings and finding is report.findings[0]:
+        parts.append(f"{command_title(report)}: {shown}")
     # One part a line: no full stop is added after a flag value, so it can be copied as is.
     return "\n".join(parts)
 

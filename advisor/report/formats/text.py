@@ -13,19 +13,13 @@ from rich.table import Table
 from advisor.command import shows_as_is, wrapped
 from advisor.report.contract import Finding, Report
 from advisor.report.formats import sparklines
+from advisor.report.formats.summary import EVIDENCE, KEY_FACTS, command_title, top_finding
 
-# The public fact names, in the order an operator reads them.
-KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_model_len", "max_tokens_in_kv_cache",
-             "kv_cache_tokens", "max_concurrency", "gpu_blocks", "cpu_blocks", "gpu_memory_utilization",
-             "total_gpu_gib", "free_gpu_gib", "requested_gib", "weights_gib", "tensor_parallel_size",
-             "num_attention_heads", "derived_max_model_len", "tried_to_allocate_gib", "preemptions")
 # On a backend other than CUDA the device is not a GPU: its memory facts are shown by what they are.
 NOT_GPU_LABELS = {"total_gpu_gib": "total_memory_gib", "free_gpu_gib": "free_memory_gib", "gpu_blocks": "kv_blocks"}
 CUDA_LIKE = {None, "cuda", "rocm"}
 BACKEND_NAMES = {"cpu": "CPU", "xpu": "XPU", "tpu": "TPU", "hpu": "HPU", "npu": "NPU", "rocm": "ROCm", "cuda": "CUDA"}
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
-# How a finding knows, as the text says it: a logged one needs no word.
-EVIDENCE = {"logged": "", "inferred": "(inferred) "}
 
 
 def console(buffer: io.StringIO, width: int | None = None) -> Console:
@@ -79,10 +73,10 @@ def write(out: Console, report: Report) -> None:
         out.print(escape(line), highlight=False)
     if top is not None and top.remediations:
         write_remediations(out, top)
-    if report.command.corrected:
-        out.print("[bold]Corrected command[/] (the first change only):")
-        if shows_as_is(report.command.corrected):
-            for line in wrapped(report.command.corrected, out.width):
+    if shown := report.command.corrected or report.command.change_args:
+        out.print(f"[bold]{command_title(report)}[/] (the first change only):")
+        if shows_as_is(shown):
+            for line in wrapped(shown, out.width):
                 out.print(line, markup=False, soft_wrap=True)
         else:
             # A terminal would hide or reorder such characters: what is seen is not what is pasted.
@@ -95,12 +89,6 @@ def write(out: Console, report: Report) -> None:
                         f"line {finding.line}: {finding.rule} {finding.name}: "
                         f"{EVIDENCE[finding.evidence]}{escape(finding.message)}")
             out.print(row)
-
-
-def top_finding(report: Report) -> Finding | None:
-    """The finding the verdict rests on; else the first one (advice on a healthy log)."""
-    findings = report.findings
-    return next((f for f in findings if f.rule == report.verdict.rule), findings[0] if findings else None)
 
 
 def write_remediations(out: Console, finding: Finding) -> None:

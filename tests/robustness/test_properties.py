@@ -1,0 +1,82 @@
+"""Property tests: whatever bytes come in, the pipeline returns a valid report citing real lines."""
+from __future__ import annotations
+
+import os
+import shlex
+
+import pytest
+from conftest import CORPUS
+from helpers.contract import analyze_bytes, check_report
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.command import CommandError
+
+# CI runs a bounded number of examples; ADVISOR_FUZZ_EXAMPLES=100000 runs a long fuzz locally.
+EXAMPLES = int(os.environ.get("ADVISOR_FUZZ_EXAMPLES", "200"))
+bounded = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+CORPUS_LOGS = sorted(CORPUS.glob("*.log"))
+CORPUS_LINES = sorted({line for path in CORPUS_LOGS for line in path.read_bytes().splitlines(keepends=True)})
+NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"^[[33m", b"\x00", b"\r", b"\r\n", b"\n", b"\xff\xfe", b"\x1b("]
+
+
+def split_into_chunks(data: bytes, cuts: list[int]) -> list[bytes]:
+    """The same bytes delivered in arbitrary chunk sizes, as a pipe would."""
+    points = sorted({min(c, len(data)) for c in cuts}) + [len(data)]
+    chunks, start = [], 0
+    for point in points:
+        chunks.append(data[start:point])
+        start = point
+    return chunks
+
+
+def assert_valid(data: bytes, cuts: list[int]) -> None:
+    report, count = analyze_bytes(split_into_chunks(data, cuts))
+    check_report(report, count)
+
+
+cuts = st.lists(st.integers(min_value=0, max_value=20000), max_size=8)
+
+
+@bounded
+@given(st.binary(max_size=4096), cuts)
+def test_arbitrary_bytes(data, cut_points):
+    assert_valid(data, cut_points)
+
+
+@bounded
+@given(st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=60), cuts)
+def test_interleaved_real_lines(picked, cut_points):
+    assert_valid(b"".join(picked), cut_points)
+
+
+@bounded
+@given(st.sampled_from(CORPUS_LOGS), st.floats(min_value=0, max_value=1), cuts)
+def test_truncated_at_any_byte(path, fraction, cut_points):
+    data = path.read_bytes()
+    assert_valid(data[: int(len(data) * fraction)], cut_points)
+
+
+@bounded
+@given(st.sampled_from(CORPUS_LOGS), st.lists(st.tuples(st.floats(0, 1), st.sampled_from(NOISE)), max_size=40))
+def test_noise_inserted(path, insertions):
+    data = bytearray(path.read_bytes())
+    for fraction, noise in sorted(insertions, reverse=True):  # from the end, so earlier offsets stay valid
+        position = int(len(data) * fraction)
+        data[position:position] = noise
+    assert_valid(bytes(data), [])
+
+
+@bounded
+@given(st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=30),
+       st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+def test_user_command_is_corrected_safely(picked, user_command):
+    try:
+        shlex.split(user_command)
+    except ValueError:  # an unclosed quote: refused as a usage error, never half-parsed
+        with pytest.raises(CommandError):
+            analyze_bytes([b"".join(picked)], "vllm serve " + user_command)
+        return
+    report, count = analyze_bytes([b"".join(picked)], "vllm serve " + user_command)
+    check_report(report, count)

@@ -1,0 +1,103 @@
+"""Each message wording, parsed from a real line of a fixture into its fact kind and values."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXTURES, ROOT, fixture_line
+
+from advisor.ingest import sources
+from advisor.parse.grammar import AnchorSearch, anchor_regex, find_anchor, parse_line, split_envelope
+
+
+def grammar_samples() -> list[tuple[str, dict, str, str]]:
+    """The checked samples of grammars/*.lark: `// sample KIND {VALUES}` over `//   LINE`, a real log line."""
+    samples = []
+    for path in sorted((ROOT / "grammars").glob("*.lark")):
+        lines = path.read_text().splitlines()
+        for head, body in zip(lines, lines[1:]):
+            if head.startswith("// sample "):
+                kind, _, rest = head.removeprefix("// sample ").partition(" ")
+                values = json.JSONDecoder().raw_decode(rest)[0]
+                samples.append((kind, values, body.removeprefix("//   "), rest))
+    return samples
+
+
+SAMPLES = grammar_samples()
+
+
+@pytest.mark.parametrize("kind,values,line,note", SAMPLES, ids=[f"{k}-{i}" for i, (k, *_) in enumerate(SAMPLES)])
+def test_wording(kind, values, line, note):
+    facts = [f for f in parse_line(line, 1) if f.kind == kind]
+    assert facts, f"no {kind} in the sample {line!r}"
+    assert facts[0].values.items() >= values.items()
+
+
+def test_every_sample_is_a_real_line():
+    # Samples are copied from real logs, never written to pass: each is a line of a fixture.
+    real = {line.text for path in FIXTURES.rglob("*.log") for line in sources.lines(sources.read_chunks(str(path)))}
+    invented = [line for _, _, line, _ in SAMPLES if line not in real]
+    assert not invented, invented
+
+
+def test_every_message_rule_has_a_real_sample():
+    """Each alternative of the grammar's `message` rule (aliases included) has a checked sample."""
+    from advisor.parse.grammar import message_parser
+    produced = {str(r.alias or r.origin.name) for r in message_parser().rules}
+    text = (ROOT / "grammars" / "messages.lark").read_text()
+    block = text.split("?message:", 1)[1].split("\n\n", 1)[0]
+    alternatives = {name.strip() for name in block.replace("\n", " ").split("|")}
+    aliases = {"free_memory": {"free_memory_below_utilization", "memory_summary"}}
+    kinds = set().union(*(aliases.get(a, {a}) for a in alternatives)) & produced
+    missing = kinds - {kind for kind, *_ in SAMPLES}
+    assert not missing, f"wordings without a sample line: {sorted(missing)}"
+
+
+def test_exception_counts_only_at_the_start_of_the_body():
+    # The ulimit warning quotes "OSError: [Errno 24]" mid-sentence: not an exception.
+    facts = parse_line(fixture_line("088-", 11), 11)
+    assert not [f for f in facts if f.kind == "exception"]
+
+
+@pytest.mark.parametrize("fixture,number,process,level", [
+    ("019-", 1, "EngineCore_DP0 pid=223840", "ERROR"),
+    ("064-", 1, "RayWorkerWrapper pid=2711, ip=████████████", "INFO"),
+    ("065-", 1, "VllmWorker rank=3 pid=1090", "ERROR"),
+    ("081-", 5, "[rank0]", None),
+    ("011-", 3, None, "ERROR"),  # old era: "ERROR 02-07 11:28:26 engine.py:389]"
+    ("040-", 1, None, "WARNING"),  # docs example without "]"
+])
+def test_envelope(fixture, number, process, level):
+    envelope = split_envelope(fixture_line(fixture, number))
+    assert (envelope.process, envelope.level) == (process, level)
+
+
+def long_texts() -> list[str]:
+    """Every real line of the fixtures, and each run into a long one: real lines, each followed by prose
+    full of anchor words that are not anchors, as in a long prompt that quotes code."""
+    lines = [line.text for path in sorted(FIXTURES.rglob("*.log")) for line in sources.lines(sources.read_chunks(str(path)))]
+    prose = "an Error here, the Exception there, Engine 7 was fine, Shutting, File, blocks and words " * 15
+    return lines + [prose + line + prose for line in lines[::25]]
+
+
+def test_find_anchor_is_the_anchor_regex_search():
+    # find_anchor is an optimisation of anchor_regex().search: same match at every start place.
+    for text in long_texts():
+        search = AnchorSearch(text)  # one search, asked from ever later places, as messages() asks it
+        for position in sorted({0, 1, len(text) // 3, len(text) // 2, max(len(text) - 40, 0)}):
+            plain = anchor_regex().search(text, position)
+            for fast in (find_anchor(text, position), search.find(position)):
+                assert (fast and (fast.span(), fast.lastgroup)) == (plain and (plain.span(), plain.lastgroup)), text[:120]
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 133, 160, 200])
+def test_a_message_hard_wrapped_by_a_terminal_is_read_whole(width):
+    # The real KV shortfall of 088 (543 characters behind its process prefix), wrapped at the width
+    # as a terminal does, mid-word: the anchor "max seq len (" and the estimate 15488 fall apart.
+    from advisor.ingest.sources import Line
+    from advisor.parse.continuation import continued_facts
+    text = fixture_line("088-", 89)
+    rows = [Line(n + 1, text[i:i + width]) for n, i in enumerate(range(0, len(text), width))]
+    facts = [f for f in continued_facts(rows, parse_line) if f.kind == "kv_cache_error"]
+    assert [f.values for f in facts] == [{"max_seq_len": 32768, "kv_needed_gib": 0.01, "kv_available_gib": 0.0,
+                                         "estimated_max_model_len": 15488}]

@@ -1,0 +1,59 @@
+"""The package's import graph keeps the data flow's shape: the fast path stays behind one door."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "advisor"
+# Who may use the accelerators: the pipeline (the one place stages are composed) and streaming,
+# which shares the fast path's candidate search; and the fast path itself.
+FAST_DOOR = ("advisor.pipeline", "advisor.stream.")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The advisor modules a file imports (absolute imports, as the package writes them)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}: relative import; the package imports absolutely, to be moved by grep")
+    return {name for name in names if name.startswith("advisor")}
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_only_the_pipeline_and_streaming_import_the_fast_path(path):
+    importer = module_name(path)
+    if importer.startswith(("advisor.fast",) + FAST_DOOR):
+        return
+    fast = sorted(name for name in imported_modules(path) if name == "advisor.fast" or name.startswith("advisor.fast."))
+    assert not fast, f"{importer} imports {fast}: go through advisor.pipeline"
+
+
+def test_every_stage_is_one_subpackage_deep():
+    deeper = [p for p in MODULES if len(p.relative_to(PACKAGE).parts) > 3]
+    assert not deeper, deeper
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == {
+        "ingest", "parse", "rules", "report", "fast", "stream", "live"}
+
+
+def test_json_and_markdown_reports_do_not_import_rich():
+    # rich takes longer to import than a small log's JSON report takes to write.
+    code = ("import sys; from advisor.report.formats import render; from advisor import analyze; "
+            "render('markdown', [analyze(b'')]); render('json', [analyze(b'')]); assert 'rich' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
