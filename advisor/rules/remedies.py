@@ -42,7 +42,8 @@ DERIVED_NAMES = frozenset({"auto_fit_supported", "concurrency_at_suggested", "cp
     "kv_bytes_per_token", "kv_bytes_that_fit", "kv_cache_memory_bytes_needed", "kv_needed_for_max_len_gib",
     "lower_utilization", "max_safe_utilization", "memory_place", "next_port", "next_utilization", "parallel_units",
     "process_tool", "requested_max_len", "suggested_max_model_len", "suggested_share_pct", "suggested_tp",
-    "suggested_utilization", "tokens_that_fit", "utilization_cap", "utilization_needed", "valid_tp_sizes"})
+    "suggested_utilization", "tokens_that_fit", "tp_within_nodes", "utilization_cap", "utilization_needed",
+    "valid_tp_sizes"})
 
 
 def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
@@ -174,7 +175,8 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     # Each backend's own words: the CPU backend's memory is a NUMA node's, and other processes show
     # in top, not nvidia-smi; an XPU, HPU, TPU or NPU has its own tool and its own name.
     words = BACKEND_WORDS.get(v.get("backend"), BACKEND_WORDS["cuda"])
-    out.update(words)
+    out["memory_place"], out["process_tool"] = words["memory_place"], words["process_tool"]
+    out["parallel_units"], out["headroom_users"] = words["parallel_units"], words["headroom_users"]
     node = v.get("numa_node")
     if v.get("backend") == "cpu" and isinstance(node, (int, float)) and math.isfinite(node):
         out["memory_place"] = "NUMA node %d" % node
