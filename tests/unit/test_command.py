@@ -32,8 +32,9 @@ def test_a_long_command_wraps_into_shell_continuations_that_paste_as_the_same_co
 
 def test_flag_change_alone_when_the_log_has_no_command():
     report = analyze_fixture("007-")
-    assert report.command.original is None
-    assert report.command.corrected == "--max-model-len 158720"
+    assert report.command.original is None and report.command.corrected is None  # nothing to correct
+    assert report.command.change == {"--max-model-len": "158720"}
+    assert report.command.change_args == "--max-model-len 158720"
 
 
 def test_user_command_is_corrected_including_equals_and_underscore_forms():
