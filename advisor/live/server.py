@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -18,6 +19,10 @@ from pathlib import Path
 # server is started through its module; the flags are the same as `vllm serve`.
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+# One vLLM at a time on a machine: two would share its cores and memory, and each run's figures
+# (startup time, latency, free memory) would measure the other's load. Every start takes this lock.
+LAUNCH_LOCK = Path(os.environ.get("VLLM_ADVISOR_LAUNCH_LOCK", "/tmp/vllm-live.lock"))
+GIB = 2**30
 
 
 @dataclass
@@ -29,6 +34,7 @@ class Server:
     port: int
     log_path: Path
     peak_rss_bytes: int = 0
+    lock: object = None  # the open lock file, held until stop()
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -51,6 +57,7 @@ class Completion:
     first_token_s: float | None
     tokens: int
     seconds: float
+    prompt_tokens: int = 0
 
 
 def free_port() -> int:
@@ -59,18 +66,47 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def port_is_free(port: int) -> bool:
+    """Whether nothing listens on the loopback port (vLLM binds all addresses by default)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def node_memory(node: int = 0) -> tuple[float, float] | None:
+    """(available, total) GiB of a NUMA node, summed as vLLM's CPU backend does; None without NUMA info."""
+    try:
+        lines = Path(f"/sys/devices/system/node/node{node}/meminfo").read_text().splitlines()
+    except OSError:
+        return None
+    kib = {parts[2].rstrip(":"): int(parts[3]) for parts in map(str.split, lines) if len(parts) >= 4}
+    available = sum(kib.get(key, 0) for key in ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable"))
+    return round(available * 1024 / GIB, 2), round(kib.get("MemTotal", 0) * 1024 / GIB, 2)
+
+
 def start(python: str | Path, args: list[str], log_path: str | Path, port: int,
           env: dict[str, str] | None = None) -> Server:
-    """Launch the server in a new process group, stdout and stderr into log_path."""
+    """Launch the server in a new process group, stdout and stderr into log_path.
+
+    Waits for the machine's launch lock first; stop() releases it."""
     argv = [str(python), "-m", SERVER_MODULE, *args, "--port", str(port), "--host", "127.0.0.1"]
     full_env = {**os.environ, **(env or {}), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
     log_path = Path(log_path)
-    with open(log_path, "wb") as log:
-        # The child keeps its own copy of the descriptor; ours can close now.
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, env=full_env,
-                                   start_new_session=True)
-    server = Server(process, argv, port, log_path)
+    lock = open(LAUNCH_LOCK, "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        with open(log_path, "wb") as log:
+            # The child keeps its own copy of the descriptor; ours can close now.
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, env=full_env,
+                                       start_new_session=True)
+    except BaseException:
+        lock.close()
+        raise
+    server = Server(process, argv, port, log_path, lock=lock)
     threading.Thread(target=_sample_rss, args=(server,), daemon=True).start()
     return server
 
@@ -147,7 +183,7 @@ def complete(port: int, model: str, prompt: str, max_tokens: int, *,
     except urllib.error.HTTPError as error:
         return Completion(error.code, error.read().decode(errors="replace"), None, 0,
                           time.monotonic() - began)
-    text, first, tokens = [], None, 0
+    text, first, tokens, prompt_tokens = [], None, 0, 0
     with response:
         for raw in response:
             line = raw.decode().strip()
@@ -156,11 +192,12 @@ def complete(port: int, model: str, prompt: str, max_tokens: int, *,
             chunk = json.loads(line[len("data: "):])
             if chunk.get("usage"):
                 tokens = chunk["usage"]["completion_tokens"]
+                prompt_tokens = chunk["usage"].get("prompt_tokens") or 0
             for choice in chunk.get("choices", []):
                 if choice.get("text") and first is None:
                     first = time.monotonic() - began
                 text.append(choice.get("text") or "")
-    return Completion(response.status, "".join(text), first, tokens, time.monotonic() - began)
+    return Completion(response.status, "".join(text), first, tokens, time.monotonic() - began, prompt_tokens)
 
 
 def metrics(port: int) -> dict[str, float]:
@@ -188,6 +225,9 @@ def stop(server: Server, grace: float = 30) -> int | None:
     while group_pids(server.pgid) and time.monotonic() < settle:  # SIGKILL is not instant
         time.sleep(0.1)
     server._stopped.set()
+    if server.lock is not None:
+        server.lock.close()  # closing the file releases the launch lock
+        server.lock = None
     return code
 
 

@@ -123,8 +123,9 @@ class ToFacts(Transformer):
         return {"values": {"max_seq_len": _numbers(c)[0], **_parts(c)}}
 
     def free_memory_below_utilization(self, c):
+        # "cuda:0" names the backend and a device index: the backend is the part before the colon.
         return {"values": {**_named(("free_gpu_gib", "total_gpu_gib"), c), **_parts(c)},
-                "text": {"device": _token(c, "DEVICE") or ""}}
+                "text": {"device": (_token(c, "DEVICE") or "").split(":")[0]}}
 
     memory_summary = free_memory_below_utilization
 
@@ -300,7 +301,18 @@ class ToFacts(Transformer):
         return {"values": _named(("init_seconds",), c)}
 
     def platform(self, c):
-        return {"text": {"device": (_token(c, "NAME") or "").lower()}}
+        return {"text": {"device": (_token(c, "NAME") or "").lower().rstrip(".")}}  # "cuda." ends the sentence
+
+    def cpu_build(self, c):
+        return {"text": {"device": "cpu"}}
+
+    def api_server_entry(self, c):
+        return {"text": {"entry_point": "api_server"}}
+
+    def cpu_numa_nodes_short(self, c):
+        nodes = (_token(c, "NODE_LIST") or "[]").strip("[]").split(",")
+        return {"values": {"local_world_size": _numbers(c)[0], "numa_nodes": len([n for n in nodes if n.strip()])},
+                "text": {"device": "cpu"}}
 
     def frame(self, c):
         return {"text": {"function": (_token(c, "FUNC") or "").rstrip("(")}}

@@ -43,6 +43,7 @@ def summarize(facts: list[Fact], source: str, user_command: str | None = None, m
     report = model(
         source=source,
         vllm_version=next((version for r in reversed(runs) if (version := r.vllm_version)), None),
+        backend=next((backend for r in reversed(runs) if (backend := r.backend)), None),
         verdict=verdict(last_run, last_matches),
         facts=last_values(runs),
         findings=findings,

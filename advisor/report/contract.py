@@ -66,6 +66,7 @@ class Report(BaseModel):
     # written while its runs, rules and findings, which come after them, are being worked out.
     events: list[EventOut] = Field(default_factory=list)
     vllm_version: str | None = None
+    backend: str | None = None  # the device the log names (cpu, cuda, xpu, ...); none when it names none
     verdict: Verdict
     facts: dict[str, Number] = Field(default_factory=dict)
     findings: list[Finding] = Field(default_factory=list)

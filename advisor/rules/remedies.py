@@ -14,6 +14,23 @@ MAX_HEADS = 4096
 # vLLM's default KV block size in tokens when the log does not say: 16 on CUDA, 128 on the CPU backend.
 DEFAULT_BLOCK_SIZE = {"cpu": 128}
 CUDA_BLOCK_SIZE = 16
+# What a backend's memory, tools and parallel units are called, for the rules' wording.
+BACKEND_WORDS = {
+    "cuda": {"memory_place": "the device", "process_tool": "nvidia-smi", "parallel_units": "GPUs",
+             "headroom_users": "CUDA graphs, the driver and other processes"},
+    "rocm": {"memory_place": "the device", "process_tool": "rocm-smi", "parallel_units": "GPUs",
+             "headroom_users": "HIP graphs, the driver and other processes"},
+    "cpu": {"memory_place": "the node", "process_tool": "top, ps or numastat", "parallel_units": "NUMA nodes",
+            "headroom_users": "the operating system and other processes"},
+    "xpu": {"memory_place": "the XPU", "process_tool": "xpu-smi", "parallel_units": "XPUs",
+            "headroom_users": "the driver and other processes"},
+    "hpu": {"memory_place": "the HPU", "process_tool": "hl-smi", "parallel_units": "HPUs",
+            "headroom_users": "HPU graphs, the driver and other processes"},
+    "tpu": {"memory_place": "the TPU", "process_tool": "tpu-info", "parallel_units": "TPU chips",
+            "headroom_users": "XLA and other processes"},
+    "npu": {"memory_place": "the NPU", "process_tool": "npu-smi", "parallel_units": "NPUs",
+            "headroom_users": "the driver and other processes"},
+}
 # `--max-model-len auto` (auto-fit, PR #29431, merged 2025-11-25) ships from this release on.
 AUTO_FIT_SINCE = (0, 13)
 
@@ -25,7 +42,8 @@ DERIVED_NAMES = frozenset({"auto_fit_supported", "concurrency_at_suggested", "cp
     "kv_bytes_per_token", "kv_bytes_that_fit", "kv_cache_memory_bytes_needed", "kv_needed_for_max_len_gib",
     "lower_utilization", "max_safe_utilization", "memory_place", "next_port", "next_utilization", "parallel_units",
     "process_tool", "requested_max_len", "suggested_max_model_len", "suggested_share_pct", "suggested_tp",
-    "suggested_utilization", "tokens_that_fit", "utilization_cap", "utilization_needed", "valid_tp_sizes"})
+    "suggested_utilization", "tokens_that_fit", "tp_within_nodes", "utilization_cap", "utilization_needed",
+    "valid_tp_sizes"})
 
 
 def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
@@ -38,6 +56,14 @@ def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
         if value >= limit * 0.6 and value > 0:
             return value
     return max(0, int(min(limit * 0.8, ceiling)))
+
+
+def cpu_nodes_seen(v: dict[str, Any], limit: float) -> int:
+    """NUMA nodes the log shows: the allowed ones vLLM listed, else the highest node index + 1, else 1."""
+    if v.get("numa_nodes"):
+        return int(min(v["numa_nodes"], limit))
+    node = v.get("numa_node")
+    return int(node) + 1 if isinstance(node, (int, float)) and 0 <= node < limit else 1
 
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
@@ -113,10 +139,13 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         out["valid_tp_sizes"] = ", ".join(map(str, divisors))
         below = [d for d in divisors if d <= (tp or heads) and d & (d - 1) == 0]
         if v.get("backend") == "cpu":  # one rank per NUMA node: no more ranks than the nodes the log shows
-            node = v.get("numa_node")
-            nodes = out["cpu_nodes_seen"] = int(node) + 1 if isinstance(node, (int, float)) and 0 <= node < heads else 1
+            nodes = out["cpu_nodes_seen"] = cpu_nodes_seen(v, heads)
             below = [d for d in below if d <= nodes]
         out["suggested_tp"] = max(below) if below else 1
+    if v.get("numa_nodes"):  # the CPU backend said how many nodes it may bind workers to
+        nodes = int(min(v["numa_nodes"], MAX_HEADS))
+        fitting = [d for d in range(1, nodes + 1) if not heads or heads > MAX_HEADS or heads % d == 0]
+        out["tp_within_nodes"] = max(fitting)
     out["doubled_tp"] = 2 * int(tp or 1)
 
     concurrency = v.get("max_concurrency")
@@ -143,14 +172,14 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         out["derived_max_model_len"] = int(derived)
     version = version_tuple(v.get("vllm_version"))
     out["auto_fit_supported"] = bool(version and version >= AUTO_FIT_SINCE)
-    # The CPU backend's memory is a NUMA node's, and other processes show in top, not nvidia-smi.
-    cpu = v.get("backend") == "cpu"
+    # Each backend's own words: the CPU backend's memory is a NUMA node's, and other processes show
+    # in top, not nvidia-smi; an XPU, HPU, TPU or NPU has its own tool and its own name.
+    words = BACKEND_WORDS.get(v.get("backend"), BACKEND_WORDS["cuda"])
+    out["memory_place"], out["process_tool"] = words["memory_place"], words["process_tool"]
+    out["parallel_units"], out["headroom_users"] = words["parallel_units"], words["headroom_users"]
     node = v.get("numa_node")
-    out["memory_place"] = ("NUMA node %d" % node if isinstance(node, (int, float)) and math.isfinite(node) else "the node") \
-        if cpu else "the device"
-    out["process_tool"] = "top, ps or numastat" if cpu else "nvidia-smi"
-    out["parallel_units"] = "NUMA nodes" if cpu else "GPUs"
-    out["headroom_users"] = "the operating system and other processes" if cpu else "CUDA graphs, the driver and other processes"
+    if v.get("backend") == "cpu" and isinstance(node, (int, float)) and math.isfinite(node):
+        out["memory_place"] = "NUMA node %d" % node
     # The highest utilization worth suggesting here: the ceiling, and no more than what is free.
     out["utilization_cap"] = min(MAX_UTILIZATION, out.get("max_safe_utilization", MAX_UTILIZATION))
     return out

@@ -16,7 +16,7 @@ from advisor.rules.remembered import names_read
 STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_below_utilization", "weights_oom",
                     "cuda_graph_oom", "tp_heads_mismatch", "max_len_exceeds_model", "unsupported_quantization",
                     "unsupported_kv_dtype", "unsupported_architecture", "nccl_error", "port_in_use",
-                    "engine_startup_failed")
+                    "parallel_size_exceeds_devices", "engine_startup_failed")
 RUNTIME_FAILURES = ("cuda_oom_runtime", "preemption", "kv_cache_saturated", "swap_space_exhausted",
                     "request_exceeds_max_model_len", "engine_dead")
 # Built from the tuples, so each word is written once (a type checker cannot follow it).

