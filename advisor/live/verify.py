@@ -89,18 +89,19 @@ def verify(report: Report, argv: list[str], python: Path, workdir: Path, timeout
 
 def fix_port(original: list[str] | None, argv: list[str]) -> int | None:
     """The port the fix names, when the fix is the port: it is checked there, nowhere else."""
-    if original and "--port" in changed_flags(original, argv):
-        return int(flag_value(argv, "--port"))
-    return None
+    port = flag_value(argv, "--port") if original and "--port" in changed_flags(original, argv) else None
+    return int(port) if port is not None else None
 
 
 def advised_sequences(argv: list[str], original: list[str], report: Report, check: Verification) -> list[str]:
     """A --max-num-seqs fix sized by the KV cache and the load's own request length, not full-length ones."""
     before = check.before
+    if before is None:  # the original was not launched: nothing to size the fix by
+        return argv
     kv_tokens = before.kv_cache_tokens or report.facts.get("kv_cache_tokens")
     if "--max-num-seqs" not in changed_flags(original, argv) or not kv_tokens or not before.request_tokens:
         return argv
-    block = DEFAULT_BLOCK_SIZE.get(report.backend or before.backend, CUDA_BLOCK_SIZE)
+    block = DEFAULT_BLOCK_SIZE.get(report.backend or before.backend or "", CUDA_BLOCK_SIZE)
     fit = sequences_that_fit(int(kv_tokens), before.request_tokens, block)
     check.notes.append(f"--max-num-seqs {fit}: the KV cache holds {int(kv_tokens):,} tokens ({int(kv_tokens) // block} "
                        f"blocks of {block}, one kept free); a request of this load takes {before.request_tokens:,} "

@@ -50,6 +50,7 @@ class LayerCache:
         if self.kind == "sliding":
             # SlidingWindowSpec.max_admission_blocks_per_request: the window's last w-1 tokens plus what is
             # in flight, never more than the length; +1 as the window may start mid-block.
+            assert self.window is not None  # layer_caches gives every sliding layer the model's window
             held = min(self.window - 1 + settings.max_in_flight_tokens, max_model_len)
             return cdiv(held, self.block_size) + 1
         return cdiv(max_model_len, self.block_size)
@@ -106,6 +107,7 @@ def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
             if part == "none":
                 continue
             if part == "mamba":
+                assert shape.mamba is not None  # model.py makes mamba layers only from a mamba state
                 caches.append(LayerCache("mamba", mamba_state_bytes(shape.mamba, tp, settings),
                                          settings.block_size, state_pages=settings.mamba_pages))
             else:

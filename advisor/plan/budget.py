@@ -23,12 +23,12 @@ RUNTIME_ALLOWANCE_GIB = 1.0
 @dataclass(frozen=True)
 class Budget:
     kv_bytes: int  # per GPU
-    figure: Figure
+    figure: Figure[int]
     total_bytes: int | None  # the GPU's memory, when the budget came from it
     utilization: float | None
 
 
-def gpu_total(gpu_memory: str | None, gpu: str | None) -> Input | None:
+def gpu_total(gpu_memory: str | None, gpu: str | None) -> Input[int] | None:
     if gpu is not None:
         key = gpu.lower().replace(" ", "-")
         if key not in KNOWN_GPUS:
@@ -66,8 +66,8 @@ def activation_bytes(shape: ModelShape, batched_tokens: int, max_num_seqs: int) 
     return batched_tokens * (4 * hidden + 3 * intermediate) * 2 + max_num_seqs * vocab * 4
 
 
-def from_memory(total: Input, utilization: Input, weights: Figure, shape: ModelShape, batched_tokens: int,
-                max_num_seqs: int) -> Budget:
+def from_memory(total: Input[int], utilization: Input[float], weights: Figure[int], shape: ModelShape,
+                batched_tokens: int, max_num_seqs: int) -> Budget:
     activation = activation_bytes(shape, batched_tokens, max_num_seqs)
     allowance = activation + int(RUNTIME_ALLOWANCE_GIB * GIB)
     kv = int(total.value * utilization.value) - weights.value - allowance
@@ -85,6 +85,6 @@ def from_memory(total: Input, utilization: Input, weights: Figure, shape: ModelS
     return Budget(kv, figure, total.value, utilization.value)
 
 
-def exact(kv_bytes: Input) -> Budget:
+def exact(kv_bytes: Input[int]) -> Budget:
     figure = Figure("KV cache budget per GPU", kv_bytes.value, "bytes", "--kv-cache-memory-bytes", (kv_bytes,), GIVEN)
     return Budget(kv_bytes.value, figure, None, None)

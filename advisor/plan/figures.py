@@ -2,8 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 READ, GIVEN, ESTIMATED, ASSUMED, COMPUTED = "read", "given", "estimated", "assumed", "computed"
+# What an Input or a Figure holds: Input[int] for a byte count, Input[str] for a dtype, Figure[float] for a
+# concurrency; a bare Input or Figure (as in a list of mixed ones) may hold any of these.
+V = TypeVar("V", bound="int | float | str | None", covariant=True)
+N = TypeVar("N", bound="int | float", covariant=True)
 
 
 class PlanError(Exception):
@@ -11,9 +16,9 @@ class PlanError(Exception):
 
 
 @dataclass(frozen=True)
-class Input:
+class Input(Generic[V]):
     name: str
-    value: int | float | str | None
+    value: V
     source: str  # READ, GIVEN, ESTIMATED or ASSUMED
     basis: str  # where exactly: "config.json num_key_value_heads", "--tensor-parallel-size"
 
@@ -22,11 +27,11 @@ class Input:
 
 
 @dataclass(frozen=True)
-class Figure:
+class Figure(Generic[N]):
     """A result, the formula that made it and the inputs that went in."""
 
     name: str
-    value: int | float
+    value: N
     unit: str
     formula: str
     inputs: tuple[Input, ...] = ()

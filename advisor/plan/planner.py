@@ -43,7 +43,7 @@ class Plan:
     shape: ModelShape
     settings: Settings
     inputs: list[Input]
-    figures: list[Figure]
+    figures: list[Figure[int | float]]
     max_model_len: int
     fits: bool
     command: list[str]
@@ -53,10 +53,17 @@ class Plan:
     def launch_length(self) -> int:
         """The length to launch with: the one asked for if it fits, else the longest that does, rounded."""
         return self.max_model_len if self.fits else round_length(
-            self.figure("longest max-model-len for one sequence").value)
+            self.whole_figure("longest max-model-len for one sequence"))
 
-    def figure(self, name: str) -> Figure:
+    def figure(self, name: str) -> Figure[int | float]:
         return next(f for f in self.figures if f.name == name)
+
+    def whole_figure(self, name: str) -> int:
+        """The value of a figure that is a whole number (a length, a budget in bytes)."""
+        value = self.figure(name).value
+        if not isinstance(value, int):
+            raise TypeError(f"figure {name!r} is {value!r}, not a whole number")
+        return value
 
     @property
     def command_line(self) -> str:
@@ -172,7 +179,7 @@ def _block_size(request: Request, shape: ModelShape) -> tuple[int, str]:
     return CUDA_BLOCK, "vLLM's CUDA default"
 
 
-def weights_figure(shape: ModelShape, request: Request) -> Figure:
+def weights_figure(shape: ModelShape, request: Request) -> Figure[int]:
     world = request.tensor_parallel * request.pipeline_parallel
     split = Input("GPUs sharing the weights", world, GIVEN, "--tensor-parallel-size x --pipeline-parallel-size")
     if shape.weights is not None:
@@ -217,18 +224,20 @@ def plan(request: Request, shape: ModelShape, with_what_if: bool = True) -> Plan
     return result
 
 
-def _budget(request: Request, shape: ModelShape, settings: Settings, total: Input | None, weights: Figure,
+def _budget(request: Request, shape: ModelShape, settings: Settings, total: Input[int] | None, weights: Figure[int],
             length: int) -> budget.Budget:
     if request.kv_cache_memory_bytes is not None:
         return budget.exact(Input("KV cache budget", request.kv_cache_memory_bytes, GIVEN, "--kv-cache-memory-bytes"))
     utilization = Input("utilization", request.utilization or DEFAULT_UTILIZATION,
                         GIVEN if request.utilization else ASSUMED,
                         "--gpu-memory-utilization" if request.utilization else "vLLM's default from 0.21")
+    assert total is not None  # check() demands --gpu-memory or --gpu without --kv-cache-memory-bytes
     seqs, batched = batch_limits(request, total.value, length)
     return budget.from_memory(total, utilization, weights, shape, batched, seqs)
 
 
-def _figures(shape: ModelShape, settings: Settings, kv_bytes: int, length: int) -> tuple[list[Figure], bool]:
+def _figures(shape: ModelShape, settings: Settings, kv_bytes: int,
+             length: int) -> tuple[list[Figure[int | float]], bool]:
     layout = arithmetic.layout(shape, settings)
     tp = Input("TP", settings.tensor_parallel, GIVEN, "--tensor-parallel-size")
     block = Input("block size", settings.block_size, COMPUTED, "vLLM's choice, or --block-size (see inputs)")
@@ -300,7 +309,7 @@ def serve_command(result: Plan) -> list[str]:
     argv += ["--max-model-len", str(length)]
     settings = result.settings
     layout = arithmetic.layout(result.shape, settings)
-    kv_bytes = result.figure("KV cache budget per GPU").value
+    kv_bytes = result.whole_figure("KV cache budget per GPU")
     concurrent = int(arithmetic.capacity(layout, settings, kv_bytes, length).concurrency)
     if request.max_num_seqs is not None or concurrent < 256:
         argv += ["--max-num-seqs", str(max(1, min(concurrent, request.max_num_seqs or concurrent)))]
@@ -319,7 +328,7 @@ def what_if(result: Plan) -> list[dict]:
         raised = round((request.utilization or DEFAULT_UTILIZATION) + 0.02, 2)
         if raised <= MAX_SUGGESTED_UTILIZATION:
             variants.append((f"--gpu-memory-utilization {raised}", replace(request, utilization=raised)))
-    rows = []
+    rows: list[dict] = []
     for change, variant in variants:
         try:
             other = plan(variant, result.shape, with_what_if=False)

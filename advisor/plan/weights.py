@@ -46,7 +46,8 @@ def read(model_dir: Path) -> Weights | None:
     """The weights in the folder's .safetensors files, else the total of their index; None if neither."""
     files = sorted(model_dir.glob("*.safetensors"))
     if files:
-        total, parameters, by_dtype = 0, 0, {}
+        total, parameters = 0, 0
+        by_dtype: dict[str, int] = {}
         for path in files:
             for name, tensor in header(path).items():
                 if name == "__metadata__":
@@ -61,7 +62,7 @@ def read(model_dir: Path) -> Weights | None:
                 total += end - start
                 parameters += count
                 by_dtype[tensor.get("dtype", "?")] = by_dtype.get(tensor.get("dtype", "?"), 0) + end - start
-        dtypes = tuple(sorted(by_dtype, key=by_dtype.get, reverse=True))
+        dtypes = tuple(sorted(by_dtype, key=by_dtype.__getitem__, reverse=True))
         return Weights(total, parameters, dtypes, f"{len(files)} safetensors header(s)")
     index = model_dir / "model.safetensors.index.json"
     if index.is_file():

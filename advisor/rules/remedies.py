@@ -174,7 +174,7 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     out["auto_fit_supported"] = bool(version and version >= AUTO_FIT_SINCE)
     # Each backend's own words: the CPU backend's memory is a NUMA node's, and other processes show
     # in top, not nvidia-smi; an XPU, HPU, TPU or NPU has its own tool and its own name.
-    words = BACKEND_WORDS.get(v.get("backend"), BACKEND_WORDS["cuda"])
+    words = BACKEND_WORDS.get(v.get("backend") or "", BACKEND_WORDS["cuda"])
     out["memory_place"], out["process_tool"] = words["memory_place"], words["process_tool"]
     out["parallel_units"], out["headroom_users"] = words["parallel_units"], words["headroom_users"]
     node = v.get("numa_node")
