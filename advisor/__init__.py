@@ -9,9 +9,21 @@ The library API (everything else in the package is internal and may change):
     for item in follow_lines(open("vllm.log")):      # findings as the lines arrive
         print(item.summary())
 """
+
 from advisor.pipeline import Log, analyze
 from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, Verdict
 from advisor.stream.engine import StreamEngine, StreamFinding, follow_lines
 
-__all__ = ["Command", "EventOut", "Finding", "Log", "RemediationOut", "Report", "StreamEngine", "StreamFinding",
-           "Verdict", "analyze", "follow_lines"]
+__all__ = [
+    "Command",
+    "EventOut",
+    "Finding",
+    "Log",
+    "RemediationOut",
+    "Report",
+    "StreamEngine",
+    "StreamFinding",
+    "Verdict",
+    "analyze",
+    "follow_lines",
+]

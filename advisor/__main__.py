@@ -1,4 +1,5 @@
 """`python -m advisor`: the same as the `vllm-advisor` console script."""
+
 from advisor.cli import run
 
 run()

@@ -1,4 +1,5 @@
 """Command line: vllm-advisor [FILE ...] | explain CODE | rules. Exit 0 healthy, 1 failure, 2 usage or input error."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            commands = {"explain": explain, "rules": list_rules, "verify": verify, "follow": follow_stream,
-                        "schema": print_schema, "plan": plan}
+            commands = {
+                "explain": explain,
+                "rules": list_rules,
+                "verify": verify,
+                "follow": follow_stream,
+                "schema": print_schema,
+                "plan": plan,
+            }
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
     except (InputError, CommandError) as error:
@@ -72,18 +79,36 @@ def analysis_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="vllm-advisor",
         description="Read vLLM logs, say what went wrong and what to change. "
-                    "Subcommands: 'explain CODE', 'rules', 'schema [report|finding]', 'follow', 'verify LOG', "
-                    "'plan MODEL_DIR' (see their --help).")
-    parser.add_argument("files", nargs="*", default=[], help="log files (.log, .gz) or folders of them (read in parallel); '-' or none for stdin")
-    parser.add_argument("--format", choices=sorted(FORMATS), default=None,
-                        help="output format (default: text on a terminal, json otherwise)")
-    parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
-                        help="exit 1 when any finding is an error (error), an error or a warning (warning), or never; "
-                             "default: when the verdict is a failure")
-    parser.add_argument("--cmd", help="the launch command to correct, e.g. \"vllm serve MODEL --max-model-len 32768\"")
-    parser.add_argument("--metrics", action="append", metavar="SOURCE",
-                        help="a replica's Prometheus /metrics: a saved dump or an http(s) URL; repeat for each "
-                             "replica; without a log file the metrics are judged alone")
+        "Subcommands: 'explain CODE', 'rules', 'schema [report|finding]', 'follow', 'verify LOG', "
+        "'plan MODEL_DIR' (see their --help).",
+    )
+    parser.add_argument(
+        "files",
+        nargs="*",
+        default=[],
+        help="log files (.log, .gz) or folders of them (read in parallel); '-' or none for stdin",
+    )
+    parser.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default=None,
+        help="output format (default: text on a terminal, json otherwise)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default=None,
+        help="exit 1 when any finding is an error (error), an error or a warning (warning), or never; "
+        "default: when the verdict is a failure",
+    )
+    parser.add_argument("--cmd", help='the launch command to correct, e.g. "vllm serve MODEL --max-model-len 32768"')
+    parser.add_argument(
+        "--metrics",
+        action="append",
+        metavar="SOURCE",
+        help="a replica's Prometheus /metrics: a saved dump or an http(s) URL; repeat for each "
+        "replica; without a log file the metrics are judged alone",
+    )
     return parser
 
 
@@ -203,13 +228,23 @@ def explain(argv: list[str]) -> int:
 
         metric = next((r for r in load_metric_rules() if r.code == code), None)
         if metric is not None:
-            return _write_lines([f"{metric.code} {metric.name} ({metric.phase}, {metric.severity}, failure: "
-                                 f"{metric.failure})", f"reads: {', '.join(metric.reads)}", metric.explanation.strip()])
+            return _write_lines(
+                [
+                    f"{metric.code} {metric.name} ({metric.phase}, {metric.severity}, failure: {metric.failure})",
+                    f"reads: {', '.join(metric.reads)}",
+                    metric.explanation.strip(),
+                ]
+            )
     if rule is None:
         return _error(f"no rule {argv[0]!r}; 'vllm-advisor rules' lists them")
-    return _write_lines([f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})",
-                         f"versions: {rule.versions}", rule.explanation.strip(),
-                         *[f"see: {reference}" for reference in rule.references]])
+    return _write_lines(
+        [
+            f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})",
+            f"versions: {rule.versions}",
+            rule.explanation.strip(),
+            *[f"see: {reference}" for reference in rule.references],
+        ]
+    )
 
 
 def follow_stream(argv: list[str]) -> int:
@@ -245,8 +280,9 @@ def print_schema(argv: list[str]) -> int:
 def list_rules(argv: list[str]) -> int:
     if argv:
         return _error("usage: vllm-advisor rules")
-    return _write_lines([f"{rule.code}  {rule.name:<40} {rule.phase:<8} {rule.severity:<8} {rule.failure}"
-                         for rule in load_rules()])
+    return _write_lines(
+        [f"{rule.code}  {rule.name:<40} {rule.phase:<8} {rule.severity:<8} {rule.failure}" for rule in load_rules()]
+    )
 
 
 def _write_lines(lines: list[str]) -> int:

@@ -1,4 +1,5 @@
 """The launch command: rebuilt from what the log printed (or given by the user), changed one flag at a time."""
+
 from __future__ import annotations
 
 import ast
@@ -13,17 +14,33 @@ from advisor.timeline import Run
 NOT_FLAGS = {"model", "model_tag", "subparser", "dispatch_function", "func", "cmd"}
 # Defaults of the old `Namespace(...)` dump, which printed every argument: omit what is default.
 NAMESPACE_DEFAULTS = {
-    "host": None, "port": 8000, "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
-    "gpu_memory_utilization": 0.9, "swap_space": 4, "block_size": 16, "dtype": "auto",
-    "kv_cache_dtype": "auto", "max_model_len": None, "quantization": None, "enforce_eager": False,
-    "trust_remote_code": False, "max_num_seqs": 256, "max_num_batched_tokens": None,
-    "served_model_name": None, "tokenizer": None, "seed": 0,
+    "host": None,
+    "port": 8000,
+    "tensor_parallel_size": 1,
+    "pipeline_parallel_size": 1,
+    "gpu_memory_utilization": 0.9,
+    "swap_space": 4,
+    "block_size": 16,
+    "dtype": "auto",
+    "kv_cache_dtype": "auto",
+    "max_model_len": None,
+    "quantization": None,
+    "enforce_eager": False,
+    "trust_remote_code": False,
+    "max_num_seqs": 256,
+    "max_num_batched_tokens": None,
+    "served_model_name": None,
+    "tokenizer": None,
+    "seed": 0,
 }
 # Engine-config keys (a V0/V1 "with config:" line) and the flags they come from.
 CONFIG_FLAGS = {
-    "max_seq_len": ("--max-model-len", None), "tensor_parallel_size": ("--tensor-parallel-size", "1"),
-    "pipeline_parallel_size": ("--pipeline-parallel-size", "1"), "quantization": ("--quantization", "None"),
-    "kv_cache_dtype": ("--kv-cache-dtype", "auto"), "enforce_eager": ("--enforce-eager", "False"),
+    "max_seq_len": ("--max-model-len", None),
+    "tensor_parallel_size": ("--tensor-parallel-size", "1"),
+    "pipeline_parallel_size": ("--pipeline-parallel-size", "1"),
+    "quantization": ("--quantization", "None"),
+    "kv_cache_dtype": ("--kv-cache-dtype", "auto"),
+    "enforce_eager": ("--enforce-eager", "False"),
     "trust_remote_code": ("--trust-remote-code", "False"),
 }
 
@@ -44,8 +61,9 @@ def launcher(model: Any, entry: tuple[str, ...]) -> list[str]:
     return [*entry, str(model)] if entry == VLLM_SERVE else [*entry, "--model", str(model)]
 
 
-def from_args(args: dict[str, Any], defaults: dict[str, Any] | None = None,
-              entry: tuple[str, ...] = VLLM_SERVE) -> list[str]:
+def from_args(
+    args: dict[str, Any], defaults: dict[str, Any] | None = None, entry: tuple[str, ...] = VLLM_SERVE
+) -> list[str]:
     """argv from a launch-arguments dict ("non-default args" or an old Namespace dump)."""
     argv = launcher(args.get("model_tag") or args.get("model"), entry)
     for key, value in args.items():
@@ -107,9 +125,11 @@ def original(run: Run | None, user_command: str | None) -> list[str] | None:
         return None
     # The entry point the log names (a deprecation warning of the module's); `vllm serve` otherwise.
     entry = API_SERVER if any(f.kind == "api_server_entry" for f in run.facts) else VLLM_SERVE
-    for kind, build in (("non_default_args", lambda a: from_args(a, None, entry)),
-                        ("namespace_args", lambda a: from_args(a, NAMESPACE_DEFAULTS, entry)),
-                        ("engine_config", lambda a: from_config(a, entry))):
+    for kind, build in (
+        ("non_default_args", lambda a: from_args(a, None, entry)),
+        ("namespace_args", lambda a: from_args(a, NAMESPACE_DEFAULTS, entry)),
+        ("engine_config", lambda a: from_config(a, entry)),
+    ):
         fact = next((f for f in reversed(run.facts) if f.kind == kind and f.args), None)
         if fact is not None:
             return build(fact.args)

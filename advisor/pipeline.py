@@ -3,6 +3,7 @@
 Two paths give the same facts, and so byte for byte the same report: the plain one parses every
 line with the grammar; the fast one (advisor.fast) parses only the lines a literal prefilter finds.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -48,8 +49,10 @@ def pending_many(paths: list[str], command: str | None = None) -> list[PendingRe
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         with pool:
             results = list(pool.map(_facts_or_error, paths, itertools.repeat(1)))
-    return [result if isinstance(result, BaseException) else PendingReport(result, display_name(path), command)
-            for path, result in zip(paths, results)]
+    return [
+        result if isinstance(result, BaseException) else PendingReport(result, display_name(path), command)
+        for path, result in zip(paths, results)
+    ]
 
 
 def _facts_or_error(path: str, parts: int | None = None) -> list[Fact] | BaseException:

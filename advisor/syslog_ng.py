@@ -1,4 +1,8 @@
-"""syslog-ng Python destination: each message of a vLLM log goes through the streaming engine; findings are appended as JSON lines."""
+"""syslog-ng Python destination: each message of a vLLM log goes through the streaming engine.
+
+Findings are appended to a file as JSON lines.
+"""
+
 from __future__ import annotations
 
 from advisor import StreamEngine, StreamFinding

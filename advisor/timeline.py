@@ -1,4 +1,5 @@
 """Timeline: facts in order, grouped into runs, tracebacks joined, each fact given its phase and stage."""
+
 from __future__ import annotations
 
 import math
@@ -20,38 +21,101 @@ FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over: a server that got ready, or one already serving.
 READY_KINDS = {"ready", "stats"}
 # Signs that requests were being served, for excerpts that start after readiness.
-SERVING_KINDS = {"stats", "request_too_long", "request_too_long_input", "request_too_long_total",
-                 "prompt_too_long", "prompt_too_long_v1", "http_error",
-                 "preemption", "preemption_count"}
+SERVING_KINDS = {
+    "stats",
+    "request_too_long",
+    "request_too_long_input",
+    "request_too_long_total",
+    "prompt_too_long",
+    "prompt_too_long_v1",
+    "http_error",
+    "preemption",
+    "preemption_count",
+}
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
-STARTUP_KINDS = {"engine_config", "non_default_args", "namespace_args", "server_version", "weights",
-                 "memory_profile", "kv_available", "kv_cache_size", "gpu_blocks", "graph_capture_start"}
+STARTUP_KINDS = {
+    "engine_config",
+    "non_default_args",
+    "namespace_args",
+    "server_version",
+    "weights",
+    "memory_profile",
+    "kv_available",
+    "kv_cache_size",
+    "gpu_blocks",
+    "graph_capture_start",
+}
 # Signs that vLLM was still making progress: an error after the last of them ends the run.
 PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS
 # The derived values of an event that moved nothing: one read-only mapping shared by all of them.
 NO_CHANGE: Mapping[str, float] = MappingProxyType({})
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
-KV_SIZING_KINDS = {"kv_available", "kv_cache_size", "gpu_blocks", "memory_profile", "weights_take",
-                   "kv_reserved", "cpu_kv_reserved", "profile_row"}
+KV_SIZING_KINDS = {
+    "kv_available",
+    "kv_cache_size",
+    "gpu_blocks",
+    "memory_profile",
+    "weights_take",
+    "kv_reserved",
+    "cpu_kv_reserved",
+    "profile_row",
+}
 # The kinds that move a startup from one stage to the next (see place).
 STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "ready"}
 # What a traceback's frames say about the stage it failed in (function names, innermost wins).
 STAGE_BY_FUNCTION = {
     "graph_capture": {"capture_end", "capture_model", "capture", "_capture_cudagraphs", "capture_begin"},
-    "model_init": {"load_model", "_initialize_model", "initialize_model", "create_weights", "load_weights",
-                   "init_vllm_registered_model", "init_device", "__torch_function__"},
-    "kv_sizing": {"determine_num_available_blocks", "profile_run", "determine_available_memory",
-                  "_initialize_kv_caches", "get_kv_cache_configs", "check_enough_kv_cache_memory",
-                  "raise_if_cache_size_invalid", "initialize_cache", "_dummy_run"},
-    "serving": {"execute_model", "output_handler", "chat_completion_stream_generator",
-                "completion_stream_generator", "_continuation_prefill", "step", "step_with_batch_queue",
-                "run_busy_loop", "_process_engine_step", "create_chat_completion", "create_completion",
-                "engine_step", "process_output_sockets", "_run_output_handler", "sample_tokens"},
+    "model_init": {
+        "load_model",
+        "_initialize_model",
+        "initialize_model",
+        "create_weights",
+        "load_weights",
+        "init_vllm_registered_model",
+        "init_device",
+        "__torch_function__",
+    },
+    "kv_sizing": {
+        "determine_num_available_blocks",
+        "profile_run",
+        "determine_available_memory",
+        "_initialize_kv_caches",
+        "get_kv_cache_configs",
+        "check_enough_kv_cache_memory",
+        "raise_if_cache_size_invalid",
+        "initialize_cache",
+        "_dummy_run",
+    },
+    "serving": {
+        "execute_model",
+        "output_handler",
+        "chat_completion_stream_generator",
+        "completion_stream_generator",
+        "_continuation_prefill",
+        "step",
+        "step_with_batch_queue",
+        "run_busy_loop",
+        "_process_engine_step",
+        "create_chat_completion",
+        "create_completion",
+        "engine_step",
+        "process_output_sockets",
+        "_run_output_handler",
+        "sample_tokens",
+    },
 }
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
 # and whether or not the excerpt shows the server getting ready.
-SERVING_LOOPS = {"run_busy_loop", "run_engine_loop", "_process_engine_step", "step_with_batch_queue",
-                 "engine_step", "output_handler", "_run_output_handler", "process_output_sockets"}
+SERVING_LOOPS = {
+    "run_busy_loop",
+    "run_engine_loop",
+    "_process_engine_step",
+    "step_with_batch_queue",
+    "engine_step",
+    "output_handler",
+    "_run_output_handler",
+    "process_output_sockets",
+}
 
 
 @dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
@@ -98,7 +162,6 @@ class Run:
     def shutdown_line(self) -> int | None:
         return next((f.line for f in self.facts if f.kind == "shutdown"), None)
 
-
     def launch_args(self) -> dict:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
 
@@ -140,8 +203,9 @@ def place(run: Run) -> list[Event]:
     facts = run.facts
     # Facts from this line on happen at runtime; never ready: all runtime if the excerpt began after
     # readiness, else all startup.
-    runtime_from: float = run.ready_line if run.ready_line is not None else (
-        -math.inf if _started_mid_way(facts) else math.inf)
+    runtime_from: float = (
+        run.ready_line if run.ready_line is not None else (-math.inf if _started_mid_way(facts) else math.inf)
+    )
     stage_of_line, open_frames = _traceback_stages(facts)
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
     events: list[Event] = []
@@ -150,7 +214,11 @@ def place(run: Run) -> list[Event]:
     last_values: dict[str, Number] = {}
     peak = backend = progress = None
     for fact in facts:
-        kind, line, values = fact.kind, fact.line, fact.values  # read once: a packed fact builds its values on each read
+        kind, line, values = (
+            fact.kind,
+            fact.line,
+            fact.values,
+        )  # read once: a packed fact builds its values on each read
         last_values.update(values)
         if backend is None:
             backend = fact.text.get("device")

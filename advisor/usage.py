@@ -3,6 +3,7 @@
 Every subcommand's parser is a OneLineParser; cli.main turns an InputError into one
 'vllm-advisor: ...' line on stderr and exit 2.
 """
+
 from __future__ import annotations
 
 import argparse

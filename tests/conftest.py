@@ -1,4 +1,5 @@
 """Shared helpers: the labelled corpus and a one-call analysis of a fixture."""
+
 from __future__ import annotations
 
 import importlib
@@ -21,8 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CORPUS = FIXTURES / "corpus"
 # The live tier's vLLM: the Python of its own environment (tools/live/setup_env.sh builds it).
-VLLM_PYTHON = Path(os.environ.get("VLLM_ADVISOR_VLLM_PYTHON",
-                                  Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"))
+VLLM_PYTHON = Path(os.environ.get("VLLM_ADVISOR_VLLM_PYTHON", Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"))
 # Set by CI, where every system tool is installed: a missing one is then a failure, not a skip.
 REQUIRE_TOOLS = "VLLM_ADVISOR_REQUIRE_TOOLS"
 
@@ -114,6 +114,7 @@ def tiny_model(tmp_path_factory) -> Path:
     if not VLLM_PYTHON.exists():
         pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run tools/live/setup_env.sh first")
     out = tmp_path_factory.mktemp("tiny-llama")
-    subprocess.run([str(VLLM_PYTHON), str(ROOT / "tools/live/build_tiny_model.py"), "--out", str(out)],
-                   check=True, timeout=300)
+    subprocess.run(
+        [str(VLLM_PYTHON), str(ROOT / "tools/live/build_tiny_model.py"), "--out", str(out)], check=True, timeout=300
+    )
     return out

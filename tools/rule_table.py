@@ -1,4 +1,5 @@
 """Write the README's rule table from the rule files: `python tools/rule_table.py`."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -7,6 +7,7 @@ A verdict is right when its phase equals the label and its failure is in the cas
 is found when its labelled value is among the report's events. Run it on new logs before changing
 anything for them, and record the figure in the README's accuracy table.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,10 @@ def main(argv: list[str]) -> int:
             else:
                 missing.append(name)
         if not good or missing:
-            print(f"{case['id']} {'right' if good else 'WRONG'}: label {case['phase']}/{case['accept']}, "
-                  f"advisor {verdict[0]}/{verdict[1]}; facts not found: {missing or 'none'}")
+            print(
+                f"{case['id']} {'right' if good else 'WRONG'}: label {case['phase']}/{case['accept']}, "
+                f"advisor {verdict[0]}/{verdict[1]}; facts not found: {missing or 'none'}"
+            )
     print(f"verdicts {right}/{cases}, facts {found}/{facts}")
     return 0
 

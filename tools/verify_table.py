@@ -3,6 +3,7 @@
 `VLLM_ADVISOR_RECORD=1 pytest -m live tests/live/test_verify_scenarios.py` measures the rows into
 fixtures/verify-scenarios.json and rewrites the table; `python tools/verify_table.py` rewrites it
 from the recorded rows; the fast tier checks that the README shows exactly what was recorded."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,8 @@ def row(name: str, report, check: live.Verification) -> dict:
     changed = launch.changed_flags(original, argv)
     return {
         "scenario": name,
-        "verdict": f"{report.verdict.phase} {report.verdict.failure}" + (f" ({report.verdict.rule})"
-                                                                          if report.verdict.rule else ""),
+        "verdict": f"{report.verdict.phase} {report.verdict.failure}"
+        + (f" ({report.verdict.rule})" if report.verdict.rule else ""),
         "advice": " ".join(f"{flag} {launch.flag_value(argv, flag)}" for flag in changed) or "none (kept as is)",
         "outcome": after.outcome,
         "startup_s": after.startup_seconds,
@@ -46,13 +47,17 @@ def _cell(value, unit: str = "") -> str:
 
 
 def render(rows: list[dict]) -> str:
-    lines = ["| scenario | first verdict | advice | outcome | startup | TTFT p50 before -> after | preemptions |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| scenario | first verdict | advice | outcome | startup | TTFT p50 before -> after | preemptions |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         before = "did not start" if r["verdict"].startswith("startup") else _cell(r["ttft_p50_before_s"], " s")
-        lines.append(f"| {r['scenario']} | {r['verdict']} | `{r['advice']}` | {r['outcome']} | "
-                     f"{_cell(r['startup_s'], ' s')} | {before} -> {_cell(r['ttft_p50_after_s'], ' s')} | "
-                     f"{_cell(r['preemptions_before'])} -> {_cell(r['preemptions_after'])} |")
+        lines.append(
+            f"| {r['scenario']} | {r['verdict']} | `{r['advice']}` | {r['outcome']} | "
+            f"{_cell(r['startup_s'], ' s')} | {before} -> {_cell(r['ttft_p50_after_s'], ' s')} | "
+            f"{_cell(r['preemptions_before'])} -> {_cell(r['preemptions_after'])} |"
+        )
     notes = [f"- {r['scenario']}: {note}" for r in rows for note in r["notes"]]
     return "\n".join(lines + ([""] + notes if notes else []))
 
@@ -62,7 +67,7 @@ def block(rows: list[dict]) -> str:
 
 
 def shown_in_readme(text: str) -> str:
-    return text[text.index(START):text.index(END) + len(END)]
+    return text[text.index(START) : text.index(END) + len(END)]
 
 
 def write_readme(rows: list[dict]) -> None:

@@ -1,4 +1,5 @@
 """Write the JSON Schemas of the advisor's documents (advisor/report/schemas/*.json) from the models."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Work in a forked process: start it now, take its result later. A big log keeps both cores busy."""
+
 from __future__ import annotations
 
 import multiprocessing

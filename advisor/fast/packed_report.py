@@ -1,4 +1,5 @@
 """Reports of big logs: the events stay facts until written, then go out a batch at a time."""
+
 from __future__ import annotations
 
 import itertools
@@ -54,8 +55,9 @@ class PackedReport(Report):
         return self.as_report().model_dump_json(**options)
 
 
-def packed_report(facts: list[Fact], source: str, user_command: str | None = None,
-                  events: EventsView | None = None) -> PackedReport:
+def packed_report(
+    facts: list[Fact], source: str, user_command: str | None = None, events: EventsView | None = None
+) -> PackedReport:
     """The report of these facts; `events`, when given, is their EventsView, already made."""
     report = summarize(facts, source, user_command, model=PackedReport)
     report.events = EventsView(facts) if events is None else events

@@ -1,4 +1,5 @@
 """Literal prefilter: the words every anchor of the grammar contains, found in raw bytes by a multi-literal matcher."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,6 +24,7 @@ Matcher = Callable[[bytes], list[int]]
 
 def find_matcher(literals: tuple[bytes, ...]) -> Matcher:
     """Portable engine: one C-speed bytes.find pass per literal, skipping to the next line after a hit."""
+
     def offsets(buffer: bytes) -> list[int]:
         hits = []
         for literal in literals:
@@ -32,6 +34,7 @@ def find_matcher(literals: tuple[bytes, ...]) -> Matcher:
                 end = buffer.find(b"\n", hit)
                 position = end + 1 if end >= 0 else len(buffer)
         return hits
+
     return offsets
 
 
@@ -40,8 +43,11 @@ def hyperscan_matcher(literals: tuple[bytes, ...]) -> Matcher:
     import hyperscan
 
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(expressions=[_hyperscan_literal(literal) for literal in literals],
-                     ids=list(range(len(literals))), elements=len(literals))
+    database.compile(
+        expressions=[_hyperscan_literal(literal) for literal in literals],
+        ids=list(range(len(literals))),
+        elements=len(literals),
+    )
     scratch = hyperscan.Scratch(database)
 
     def offsets(buffer: bytes) -> list[int]:
@@ -49,8 +55,10 @@ def hyperscan_matcher(literals: tuple[bytes, ...]) -> Matcher:
 
         def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
             hits.append(end - 1)  # any offset inside the line will do
+
         database.scan(buffer, match_event_handler=on_match, scratch=scratch)
         return hits
+
     return offsets
 
 
@@ -63,6 +71,7 @@ def ahocorasick_matcher(literals: tuple[bytes, ...]) -> Matcher:
 
     def offsets(buffer: bytes) -> list[int]:
         return [start for _, start, _ in automaton.find_matches_as_indexes(buffer)]
+
     return offsets
 
 
@@ -73,7 +82,10 @@ def _hyperscan_literal(literal: bytes) -> bytes:
 
 # Fastest first; the first whose module imports is the default. "find" needs nothing.
 ENGINES: dict[str, Callable[[tuple[bytes, ...]], Matcher]] = {
-    "hyperscan": hyperscan_matcher, "ahocorasick": ahocorasick_matcher, "find": find_matcher}
+    "hyperscan": hyperscan_matcher,
+    "ahocorasick": ahocorasick_matcher,
+    "find": find_matcher,
+}
 
 
 @cache
@@ -106,4 +118,5 @@ def _with_bytes(find_longer: Matcher, single_bytes: list[bytes]) -> Matcher:
                     break
                 hit = buffer.find(byte, end + 1)
         return hits
+
     return offsets

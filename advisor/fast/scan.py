@@ -1,4 +1,5 @@
 """Fast path: big buffers, a literal prefilter over raw bytes, and the grammar only on candidate lines."""
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,9 @@ def scan_file(path: str, engine: str | None = None, parts: int | None = None) ->
         starts.append(max(starts[-1], _next_line_start(path, cut)))
     # Built once here, before the forks, rather than once in every process.
     matcher(engine), message_parser(), envelope_parser(), anchor_regex()
-    later_parts = [background.start(_scan_part, path, start, end, engine)
-                   for start, end in zip(starts[1:], starts[2:] + [None])]
+    later_parts = [
+        background.start(_scan_part, path, start, end, engine) for start, end in zip(starts[1:], starts[2:] + [None])
+    ]
     try:
         facts, lines, consumed = _scan_lines(_read(path, 0, starts[1]), engine, _lines_at(path, starts[1]))
         for part in later_parts:
@@ -76,7 +78,7 @@ def _lines_at(path: str, offset: int | None) -> bytes:
     with open(path, "rb") as stream:
         stream.seek(offset)
         data = stream.read((MAX_FOLLOWING + 1) * MAX_LINE)
-    return data[:_after_lines(data, 0, MAX_FOLLOWING)]
+    return data[: _after_lines(data, 0, MAX_FOLLOWING)]
 
 
 def _moved_down(facts: list[Fact], lines: int) -> list[Fact]:
@@ -123,7 +125,7 @@ def _read(path: str, start: int, end: int | None) -> Iterator[bytes | bytearray]
         stream.seek(start)
         position = start
         while end is None or position < end:
-            size = stream.readinto(view[:BLOCK if end is None else min(BLOCK, end - position)])
+            size = stream.readinto(view[: BLOCK if end is None else min(BLOCK, end - position)])
             if not size:
                 return
             position += size
@@ -178,7 +180,7 @@ def _scan_lines(chunks: Iterable[bytes], engine: str | None, lookahead: bytes = 
     consumed = 0
     if pending:
         number, _, skip = scan_buffer(pending + lookahead, len(pending), number, skip, find_hits, read, True)
-        consumed = lookahead[:max(0, skip - len(pending))].count(b"\n")
+        consumed = lookahead[: max(0, skip - len(pending))].count(b"\n")
     facts.extend(bound.finish())
     return facts, number, consumed
 
@@ -214,7 +216,7 @@ class CandidateReader:
 def _capped(data: bytes) -> bytes:
     """Whole lines, and of the unfinished last line what sources.lines keeps: an endless line is cut."""
     cut = data.rfind(b"\n") + 1
-    return data[:cut] + data[cut:cut + MAX_LINE]
+    return data[:cut] + data[cut : cut + MAX_LINE]
 
 
 def _after_lines(buffer: bytes, start: int, count: int) -> int:
@@ -268,8 +270,9 @@ def _blocks(chunks: Iterable[bytes]) -> Iterable[bytes]:
         yield b"".join(parts)
 
 
-def scan_buffer(buffer: bytes, end: int, number: int, skip: int, find_hits, read, final: bool,
-                begin: int = 0) -> tuple[int, int | None, int]:
+def scan_buffer(
+    buffer: bytes, end: int, number: int, skip: int, find_hits, read, final: bool, begin: int = 0
+) -> tuple[int, int | None, int]:
     """read() the candidate lines of buffer[begin:end] (the buffer may go on: lines to read on into).
 
     Returns the newlines counted, where to resume when a line needs lines the buffer does not hold

@@ -1,4 +1,5 @@
 """Parse cache for lines that differ only in digits: parse once per template, re-read the digits each time."""
+
 from __future__ import annotations
 
 import re
@@ -62,7 +63,7 @@ class TemplateCache:
 def _with_text(node, text: str):
     """A copy of a tree whose tokens take their values from `text` at the same offsets."""
     if isinstance(node, Token):
-        return node.update(value=text[node.start_pos:node.end_pos])
+        return node.update(value=text[node.start_pos : node.end_pos])
     if isinstance(node, Tree):
         return Tree(node.data, [_with_text(child, text) for child in node.children])
     return node  # None for an absent optional part
@@ -172,8 +173,11 @@ def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], p
             where = _copied_from(text, probe, facts[index].process, probed[index].process)
         else:
             before, after = facts[index].values[name], probed[index].values[name]
-            found = [(start, end) for start, end in spans
-                     if _reads(before, text[start:end]) and _reads(after, probe[start:end])]
+            found = [
+                (start, end)
+                for start, end in spans
+                if _reads(before, text[start:end]) and _reads(after, probe[start:end])
+            ]
             where = found[0] if len(found) == 1 else None
         if where is None:
             return None
@@ -186,8 +190,13 @@ def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], 
     readers = {place: _reader(text[start:end]) for place, (start, end) in sources.items() if place[1] != PROCESS}
     if None in readers.values():
         return None
-    plans = [[(*sources[index, name], readers[index, name]) if (index, name) in sources else (0, 0, _constant(value))
-              for name, value in fact.values.items()] for index, fact in enumerate(facts)]
+    plans = [
+        [
+            (*sources[index, name], readers[index, name]) if (index, name) in sources else (0, 0, _constant(value))
+            for name, value in fact.values.items()
+        ]
+        for index, fact in enumerate(facts)
+    ]
     return _Recipe(facts, plans, [sources.get((index, PROCESS)) for index in range(len(facts))])
 
 
@@ -215,7 +224,7 @@ class _Recipe:
             numbers = tuple([read(text[start:end]) for start, end, read in plan])
             process = fact.process
             if process_span:
-                tag = text[process_span[0]:process_span[1]]
+                tag = text[process_span[0] : process_span[1]]
                 process = self.processes.get(tag)
                 if process is None:
                     process = self.processes[tag] = tag if isinstance(tag, str) else tag.decode("ascii")
@@ -284,13 +293,21 @@ def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, st
         return None
     changed = []
     for index, (fact, other) in enumerate(zip(facts, probed)):
-        if (fact.kind, fact.text, fact.args, fact.level, fact.values.keys()) != \
-                (other.kind, other.text, other.args, other.level, other.values.keys()):
+        if (fact.kind, fact.text, fact.args, fact.level, fact.values.keys()) != (
+            other.kind,
+            other.text,
+            other.args,
+            other.level,
+            other.values.keys(),
+        ):
             return None
         if fact.process != other.process:
             changed.append((index, PROCESS))
-        changed += [(index, name) for name, value in fact.values.items()
-                    if (type(value), value) != (type(other.values[name]), other.values[name])]
+        changed += [
+            (index, name)
+            for name, value in fact.values.items()
+            if (type(value), value) != (type(other.values[name]), other.values[name])
+        ]
     return changed
 
 
@@ -303,6 +320,6 @@ def _reads(value, span_text: str) -> bool:
 def _copied_from(text: str, probe: str, process: str | None, probed: str | None) -> tuple[int, int] | None:
     """Where the process tag sits in the line, if the probe's tag sits at the same place."""
     start = text.find(process) if process and probed else -1
-    if start < 0 or probe[start:start + len(process)] != probed:
+    if start < 0 or probe[start : start + len(process)] != probed:
         return None
     return start, start + len(process)

@@ -1,4 +1,5 @@
 """Sources: read bytes (file, stdin, .gz), split them into numbered lines, and unwrap each one."""
+
 from __future__ import annotations
 
 import gzip
@@ -97,8 +98,11 @@ def log_files(path: str) -> list[str]:
     folder = Path(path)
     if path == "-" or not folder.is_dir():
         return [path]
-    return [str(file) for file in sorted(folder.rglob("*"))
-            if file.is_file() and not any(part.startswith(".") for part in file.relative_to(folder).parts)]
+    return [
+        str(file)
+        for file in sorted(folder.rglob("*"))
+        if file.is_file() and not any(part.startswith(".") for part in file.relative_to(folder).parts)
+    ]
 
 
 def display_name(path: str) -> str:
@@ -108,4 +112,3 @@ def display_name(path: str) -> str:
 def text_lines(text: str) -> Iterator[Line]:
     """Lines of an in-memory string (tests, the streaming engine)."""
     return lines([text.encode("utf-8", errors="surrogateescape")])
-

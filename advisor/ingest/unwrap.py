@@ -1,4 +1,5 @@
 """Unwrap one line: take a journald JSON record's MESSAGE, strip colour codes and shipper prefixes."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,10 @@ import re
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, links), charset switches;
 # "^[[1;31m" is how `less` and `cat -v` show a raw ESC, and logs get pasted that way.
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\^\[\[[0-9;?]*[A-Za-z]"
-                  r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][A-Z0-9]")
+ANSI = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\^\[\[[0-9;?]*[A-Za-z]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][A-Z0-9]"
+)
 
 # A month as strftime's %b prints it in any locale: "Nov", "Mär", "déc.", "dic", "11月".
 _MONTH = r"(?:[^\W\d_]{2,5}\.?|\d{1,2}月)"
@@ -33,7 +36,9 @@ WRAPPERS = {
     "compose": re.compile(r"^[\w.\-]+ +\|(?: |$)"),
     # Servers built on vLLM that re-log its output through Python's logging (Xinference):
     # "2026-05-20 00:55:15,994 xinference.core.worker 155 ERROR    "
-    "python_logging": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [\w.\-]+ \d+ (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +"),
+    "python_logging": re.compile(
+        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [\w.\-]+ \d+ (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +"
+    ),
     # ... and through column loggers (FastChat, loguru): "2024-04-27 10:13:05 | ERROR | stderr | ",
     # "2024-04-27 10:13:05.123 | INFO     | module:function:42 - "
     "columns": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| *[A-Z]+ *\| [^|]{1,120}?(?: \| | - )"),
@@ -62,7 +67,7 @@ def clean(raw: str) -> str:
     text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
     if RAY_NOTE in text:  # Ray's deduplication note ends the line
         repeated = RAY_REPEATED.search(text)
-        text = text[:repeated.start()].rstrip() if repeated else text
+        text = text[: repeated.start()].rstrip() if repeated else text
     return text
 
 
@@ -82,13 +87,13 @@ def _strip_outer(text: str) -> str | None:
     for wrapper in WRAPPERS.values():
         match = wrapper.match(text)
         if match:
-            return text[match.end():]
+            return text[match.end() :]
     return None
 
 
 def _unbox(text: str) -> str:
     # One space pads the bar; more is the line's own indentation (a traceback's "  File").
-    inner = text.lstrip()[len(BOX_BAR):]
+    inner = text.lstrip()[len(BOX_BAR) :]
     inner = (inner[1:] if inner.startswith(" ") else inner).rstrip()
     return inner.removesuffix(BOX_BAR).rstrip()
 

@@ -1,4 +1,5 @@
 """The tuning ladder: the fix's knob raised round by round on a real server, up to its first failure."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,18 @@ from advisor.live.launch import (
 from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
 
 
-def ladder(start: list[str], knob: str, python: Path, workdir: Path, timeout: float, rounds: int,
-           max_tokens: int, load: int = 0, model: str | None = None, model_limit: int | None = None) -> list[Round]:
+def ladder(
+    start: list[str],
+    knob: str,
+    python: Path,
+    workdir: Path,
+    timeout: float,
+    rounds: int,
+    max_tokens: int,
+    load: int = 0,
+    model: str | None = None,
+    model_limit: int | None = None,
+) -> list[Round]:
     """Raise the fix's knob (--max-model-len, or --max-num-seqs for a concurrency fix) step by step while
     the server stays fixed, never past the model's length limit; stop at the first round that fails
     (a failure while the machine's memory changed is launched once more). A --max-num-seqs ladder goes
@@ -29,14 +40,21 @@ def ladder(start: list[str], knob: str, python: Path, workdir: Path, timeout: fl
     results: list[Round] = []
     argv = start
     for _ in range(rounds):
-        result = launch(argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens,
-                        model=model)
+        result = launch(
+            argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens, model=model
+        )
         previous = results[-1] if results else None
-        if (previous and previous.outcome == "fixed" and result.outcome != "fixed"
-                and memory_changed((previous.free_memory_gib, previous.total_memory_gib),
-                                   (result.free_memory_gib, result.total_memory_gib))):
-            result = launch(argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens,
-                            model=model)
+        if (
+            previous
+            and previous.outcome == "fixed"
+            and result.outcome != "fixed"
+            and memory_changed(
+                (previous.free_memory_gib, previous.total_memory_gib), (result.free_memory_gib, result.total_memory_gib)
+            )
+        ):
+            result = launch(
+                argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens, model=model
+            )
             result.note = "launched twice: the machine's memory changed"
         results.append(result)
         if result.outcome != "fixed":
@@ -90,8 +108,10 @@ def render_ladder(results: list[Round], fmt: str) -> str:
         return json.dumps([asdict(r) for r in results], indent=2)
     rows = ["round  outcome        KV tokens  TTFT p50 s  tokens/s  peak RSS MB  why / command"]
     for i, r in enumerate(results, 1):
-        rows.append(f"{i:>5}  {r.outcome:<13}  {shown(r.kv_cache_tokens):>9}  {shown(r.ttft_p50_s):>10}  "
-                    f"{shown(r.tokens_per_s):>8}  {shown(r.peak_rss_mb):>11}  {reason(r) or r.note or 'ok'}")
+        rows.append(
+            f"{i:>5}  {r.outcome:<13}  {shown(r.kv_cache_tokens):>9}  {shown(r.ttft_p50_s):>10}  "
+            f"{shown(r.tokens_per_s):>8}  {shown(r.peak_rss_mb):>11}  {reason(r) or r.note or 'ok'}"
+        )
         rows.append(f"{'':>5}  {r.command}")
     good = [r for r in results if r.outcome == "fixed"]
     rows.append(f"last good command: {good[-1].command}" if good else "no round succeeded")

@@ -1,4 +1,5 @@
 """One launch of vLLM for the live check: its arguments, the requests, the figures, the new verdict."""
+
 from __future__ import annotations
 
 import math
@@ -78,8 +79,9 @@ def server_args(argv: list[str], model: str | None = None) -> tuple[list[str], s
         named = flags[flags.index("--model") + 1]
         flags = apply(flags, {"--model": None})
     else:
-        raise CannotRun(f"not a 'vllm serve MODEL ...' or '{shlex.join(API_SERVER)} --model MODEL ...' "
-                        f"command: {shlex.join(argv)}")
+        raise CannotRun(
+            f"not a 'vllm serve MODEL ...' or '{shlex.join(API_SERVER)} --model MODEL ...' command: {shlex.join(argv)}"
+        )
     flags = apply(flags, {"--port": None, "--host": None})
     path = model or named
     served = flags[flags.index("--served-model-name") + 1] if "--served-model-name" in flags else path
@@ -96,8 +98,16 @@ def changed_flags(before: list[str], after: list[str]) -> list[str]:
     return sorted(name for name in names if flag_value(before, name) != flag_value(after, name))
 
 
-def launch(argv: list[str], python: Path, workdir: Path, timeout: float, load: int = 0, max_tokens: int = 16,
-           port: int | None = None, model: str | None = None) -> Round:
+def launch(
+    argv: list[str],
+    python: Path,
+    workdir: Path,
+    timeout: float,
+    load: int = 0,
+    max_tokens: int = 16,
+    port: int | None = None,
+    model: str | None = None,
+) -> Round:
     """Start vLLM, wait for readiness, send requests, stop it cleanly, analyse its log.
 
     `port` is the one the command must serve on (a port fix); else any free one is used."""

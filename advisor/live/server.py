@@ -88,8 +88,9 @@ def node_memory(node: int = 0) -> tuple[float, float] | None:
     return round(available * 1024 / GIB, 2), round(kib.get("MemTotal", 0) * 1024 / GIB, 2)
 
 
-def start(python: str | Path, args: list[str], log_path: str | Path, port: int,
-          env: dict[str, str] | None = None) -> Server:
+def start(
+    python: str | Path, args: list[str], log_path: str | Path, port: int, env: dict[str, str] | None = None
+) -> Server:
     """Launch the server in a new process group, stdout and stderr into log_path.
 
     Waits for the machine's launch lock first; stop() releases it."""
@@ -101,9 +102,14 @@ def start(python: str | Path, args: list[str], log_path: str | Path, port: int,
     try:
         with open(log_path, "wb") as log:
             # The child keeps its own copy of the descriptor; ours can close now.
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT, env=full_env,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                start_new_session=True,
+            )
     except BaseException:
         lock.close()
         raise
@@ -169,28 +175,36 @@ def wait_ready(server: Server, timeout: float) -> Readiness:
     return Readiness("timeout", None, time.monotonic() - began)
 
 
-def complete(port: int, model: str, prompt: str, max_tokens: int, *,
-             ignore_eos: bool = False, timeout: float = 600) -> Completion:
+def complete(
+    port: int, model: str, prompt: str, max_tokens: int, *, ignore_eos: bool = False, timeout: float = 600
+) -> Completion:
     """One streamed /v1/completions request; measures time to the first token."""
-    payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
-               "ignore_eos": ignore_eos, "stream": True,
-               "stream_options": {"include_usage": True}}
+    payload = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "ignore_eos": ignore_eos,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/v1/completions", data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json"})
+        f"http://127.0.0.1:{port}/v1/completions",
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     began = time.monotonic()
     try:
         response = urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as error:
-        return Completion(error.code, error.read().decode(errors="replace"), None, 0,
-                          time.monotonic() - began)
+        return Completion(error.code, error.read().decode(errors="replace"), None, 0, time.monotonic() - began)
     text, first, tokens, prompt_tokens = [], None, 0, 0
     with response:
         for raw in response:
             line = raw.decode().strip()
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
-            chunk = json.loads(line[len("data: "):])
+            chunk = json.loads(line[len("data: ") :])
             if chunk.get("usage"):
                 tokens = chunk["usage"]["completion_tokens"]
                 prompt_tokens = chunk["usage"].get("prompt_tokens") or 0

@@ -1,4 +1,5 @@
 """Live check: relaunch vLLM with the corrected flags, confirm the fix, or walk the tuning ladder."""
+
 from __future__ import annotations
 
 import argparse
@@ -56,12 +57,20 @@ def command_to_check(report: Report, user_command: str | None) -> list[str]:
         return shlex.split(user_command)
     command = report.command.corrected or (report.command.original if not report.failed else None)
     if not command or command.startswith("--"):  # the flag change alone: the log shows no command
-        raise CannotRun("the log does not show the launch command; pass it with --cmd \"vllm serve MODEL ...\"")
+        raise CannotRun('the log does not show the launch command; pass it with --cmd "vllm serve MODEL ..."')
     return shlex.split(command)
 
 
-def verify(report: Report, argv: list[str], python: Path, workdir: Path, timeout: float, load: int = 0,
-           max_tokens: int = 64, model: str | None = None) -> Verification:
+def verify(
+    report: Report,
+    argv: list[str],
+    python: Path,
+    workdir: Path,
+    timeout: float,
+    load: int = 0,
+    max_tokens: int = 64,
+    model: str | None = None,
+) -> Verification:
     """Launch the fix (and, with a load, the original command first when its log shows it serving);
     a verdict that changes while the machine's memory changed too is retried once."""
     original = shlex.split(report.command.original) if report.command.original else None
@@ -78,8 +87,11 @@ def verify(report: Report, argv: list[str], python: Path, workdir: Path, timeout
     port = fix_port(original, argv)
     check.after = launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model)
     after_memory = (check.after.free_memory_gib, check.after.total_memory_gib)
-    if (check.after.outcome == "still failing" and failure_of(check.after) != before_failure
-            and memory_changed(baseline, after_memory)):
+    if (
+        check.after.outcome == "still failing"
+        and failure_of(check.after) != before_failure
+        and memory_changed(baseline, after_memory)
+    ):
         check.notes.append(machine_changed(baseline, after_memory))
         check.after = launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model)
     if check.before:
@@ -103,17 +115,22 @@ def advised_sequences(argv: list[str], original: list[str], report: Report, chec
         return argv
     block = DEFAULT_BLOCK_SIZE.get(report.backend or before.backend or "", CUDA_BLOCK_SIZE)
     fit = sequences_that_fit(int(kv_tokens), before.request_tokens, block)
-    check.notes.append(f"--max-num-seqs {fit}: the KV cache holds {int(kv_tokens):,} tokens ({int(kv_tokens) // block} "
-                       f"blocks of {block}, one kept free); a request of this load takes {before.request_tokens:,} "
-                       f"tokens (the log's advice, {flag_value(argv, '--max-num-seqs')}, assumed full-length requests)")
+    check.notes.append(
+        f"--max-num-seqs {fit}: the KV cache holds {int(kv_tokens):,} tokens ({int(kv_tokens) // block} "
+        f"blocks of {block}, one kept free); a request of this load takes {before.request_tokens:,} "
+        f"tokens (the log's advice, {flag_value(argv, '--max-num-seqs')}, assumed full-length requests)"
+    )
     return apply(argv, {"--max-num-seqs": str(fit)})
 
 
 def machine_changed(first: tuple[float | None, float | None], second: tuple[float | None, float | None]) -> str:
     def shown(pair):
         return "/".join("?" if v is None else f"{v:g}" for v in pair) + " GiB"
-    return (f"the machine changed, not the flags: free/total memory was {shown(first)}, now {shown(second)}; "
-            "launched once more")
+
+    return (
+        f"the machine changed, not the flags: free/total memory was {shown(first)}, now {shown(second)}; "
+        "launched once more"
+    )
 
 
 def trade_offs(before: Round, after: Round) -> list[str]:
@@ -123,21 +140,25 @@ def trade_offs(before: Round, after: Round) -> list[str]:
     factor = after.ttft_p50_s / before.ttft_p50_s
     if factor < TRADE_OFF_FACTOR:
         return []
-    return [f"trade-off: preemptions {before.preemptions:g} -> 0, but the median time to first token rose from "
-            f"{before.ttft_p50_s:g} s to {after.ttft_p50_s:g} s (x{factor:.1f}; p95 {shown(before.ttft_p95_s)} s -> "
-            f"{shown(after.ttft_p95_s)} s)"]
+    return [
+        f"trade-off: preemptions {before.preemptions:g} -> 0, but the median time to first token rose from "
+        f"{before.ttft_p50_s:g} s to {after.ttft_p50_s:g} s (x{factor:.1f}; p95 {shown(before.ttft_p95_s)} s -> "
+        f"{shown(after.ttft_p95_s)} s)"
+    ]
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="vllm-advisor verify",
-                                     description="Relaunch vLLM with the corrected command and confirm the fix.")
+    parser = argparse.ArgumentParser(
+        prog="vllm-advisor verify", description="Relaunch vLLM with the corrected command and confirm the fix."
+    )
     parser.add_argument("log", help="the log whose advice to check")
     parser.add_argument("--cmd", help="check this command instead of the corrected one")
     parser.add_argument("--model", help="serve this local copy of the model instead of the path the command names")
     parser.add_argument("--python", help="python of the vLLM environment (or VLLM_ADVISOR_VLLM_PYTHON)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for readiness")
-    parser.add_argument("--load", type=int, default=0,
-                        help="concurrent requests after readiness; the original command is measured too")
+    parser.add_argument(
+        "--load", type=int, default=0, help="concurrent requests after readiness; the original command is measured too"
+    )
     parser.add_argument("--max-tokens", type=int, default=64, help="tokens per request")
     parser.add_argument("--ladder", action="store_true", help="walk the tuning ladder from the corrected command")
     parser.add_argument("--rounds", type=int, default=4, help="ladder rounds at most")
@@ -154,8 +175,18 @@ def main(argv: list[str]) -> int:
         if args.ladder:
             original = shlex.split(report.command.original) if report.command.original else None
             limit = report.facts.get("derived_max_model_len")
-            results = ladder(command, ladder_knob(original, command), python, workdir, args.timeout, args.rounds,
-                             args.max_tokens, args.load, args.model, int(limit) if limit else None)
+            results = ladder(
+                command,
+                ladder_knob(original, command),
+                python,
+                workdir,
+                args.timeout,
+                args.rounds,
+                args.max_tokens,
+                args.load,
+                args.model,
+                int(limit) if limit else None,
+            )
             print(render_ladder(results, args.format))
             return EXIT_FIXED if any(r.outcome == "fixed" for r in results) else EXIT_STILL_FAILING
         check = verify(report, command, python, workdir, args.timeout, args.load, args.max_tokens, args.model)
@@ -171,21 +202,35 @@ def main(argv: list[str]) -> int:
 
 def render(check: Verification, fmt: str, width: int = 80) -> str:
     if fmt == "json":
-        return json.dumps({"before": check.before and asdict(check.before), "after": asdict(check.after),
-                           "notes": check.notes}, indent=2)
+        return json.dumps(
+            {"before": check.before and asdict(check.before), "after": asdict(check.after), "notes": check.notes},
+            indent=2,
+        )
     r = check.after
     outcome = f"{r.outcome} ({reason(r)})" if reason(r) else r.outcome
     lines = [f"verify: {outcome}", "  command:", *wrapped(r.command, width, "    ")]
-    rows = [("outcome", "outcome"), ("startup s", "startup_seconds"), ("HTTP", "completion_status"),
-            ("KV cache tokens", "kv_cache_tokens"), ("TTFT p50 s", "ttft_p50_s"), ("TTFT p95 s", "ttft_p95_s"),
-            ("tokens/s", "tokens_per_s"), ("preemptions", "preemptions"), ("free memory GiB", "free_memory_gib"),
-            ("total memory GiB", "total_memory_gib")]
+    rows = [
+        ("outcome", "outcome"),
+        ("startup s", "startup_seconds"),
+        ("HTTP", "completion_status"),
+        ("KV cache tokens", "kv_cache_tokens"),
+        ("TTFT p50 s", "ttft_p50_s"),
+        ("TTFT p95 s", "ttft_p95_s"),
+        ("tokens/s", "tokens_per_s"),
+        ("preemptions", "preemptions"),
+        ("free memory GiB", "free_memory_gib"),
+        ("total memory GiB", "total_memory_gib"),
+    ]
     runs = [("before", check.before), ("after", r)] if check.before else [("this launch", r)]
     lines.append(("  " + f"{'':<18}" + "".join(f"{name:<16}" for name, _ in runs)).rstrip())
     for label, name in rows:
         lines.append(f"  {label:<18}" + "".join(f"{shown(getattr(run, name)):<16}" for _, run in runs).rstrip())
     lines.append(f"  memory from: {r.memory_from or 'unknown'}")
-    lines += [textwrap.fill(note, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False,
-                            break_long_words=False) for note in check.notes]
+    lines += [
+        textwrap.fill(
+            note, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False, break_long_words=False
+        )
+        for note in check.notes
+    ]
     lines += [f"  new verdict: {r.verdict.get('phase')} / {r.verdict.get('failure')}", f"  log: {r.log or '-'}"]
     return "\n".join(lines)

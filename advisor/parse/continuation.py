@@ -8,6 +8,7 @@ lines continue it when they start no record of their own (no envelope, no traceb
 joined text says more than the line alone; it goes through the grammar again, so the grammar stays
 the one source of facts.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -49,8 +50,9 @@ def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) ->
     value the line's end had cut ("1" of "15488"); and nothing less."""
     if not Counter(kind for kind, _ in joined) >= Counter(kind for kind, _ in alone):
         return False
-    return len(joined) > len(alone) or any(values != dict(alone_values) for (_, values), (_, alone_values)
-                                           in zip(joined, alone))
+    return len(joined) > len(alone) or any(
+        values != dict(alone_values) for (_, values), (_, alone_values) in zip(joined, alone)
+    )
 
 
 def starts_record(text: str) -> bool:
@@ -65,8 +67,7 @@ def starts_record(text: str) -> bool:
     return found is not None and found.lastgroup == "A_EXCEPTION"
 
 
-def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequence[str], parse: ParseLine,
-         final: bool):
+def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequence[str], parse: ParseLine, final: bool):
     """The facts of `text` (whose own are `facts_alone`) read on into the next lines' texts, and how
     many of them it took: (facts, used); None when they do not continue its cut message; MORE when
     they end with the message still cut and further lines may come (`final` is false and fewer than

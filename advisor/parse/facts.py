@@ -1,4 +1,5 @@
 """Typed facts: what one log line states, and the conversions of the numbers and arguments it prints."""
+
 from __future__ import annotations
 
 import ast

@@ -1,4 +1,5 @@
 """The Lark grammars: split a line into its envelope and body, and find the messages in the body."""
+
 from __future__ import annotations
 
 import contextlib
@@ -127,8 +128,12 @@ def anchor_regex() -> re.Pattern:
 @cache
 def anchor_words() -> tuple[str, ...]:
     """Words of which every anchor match holds one: string anchors, and a regex anchor's literals."""
-    words = [word for terminal in message_parser().terminals if terminal.name.startswith("A_")
-             for word in _words_of(terminal)]
+    words = [
+        word
+        for terminal in message_parser().terminals
+        if terminal.name.startswith("A_")
+        for word in _words_of(terminal)
+    ]
     return tuple(dict.fromkeys(words))
 
 
@@ -145,8 +150,11 @@ LONG_TEXT = 1024
 @cache
 def anchor_searches() -> tuple[tuple[re.Pattern, tuple[str, ...]], ...]:
     """Each anchor's own pattern, with the words of which every match of it holds one."""
-    return tuple((re.compile(terminal.pattern.to_regexp()), _words_of(terminal))
-                 for terminal in message_parser().terminals if terminal.name.startswith("A_"))
+    return tuple(
+        (re.compile(terminal.pattern.to_regexp()), _words_of(terminal))
+        for terminal in message_parser().terminals
+        if terminal.name.startswith("A_")
+    )
 
 
 def find_anchor(text: str, position: int = 0) -> re.Match | None:
@@ -227,8 +235,17 @@ def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
     envelope = split_envelope(text, parse)
     facts: list[Fact] = []
     for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
-        facts.append(Fact(kind=kind, line=line, values=values, text=words, args=args,
-                          process=envelope.process, level=envelope.level))
+        facts.append(
+            Fact(
+                kind=kind,
+                line=line,
+                values=values,
+                text=words,
+                args=args,
+                process=envelope.process,
+                level=envelope.level,
+            )
+        )
     return facts
 
 
@@ -295,9 +312,10 @@ def ends_inside_words(body: str) -> bool:
     """Whether the text ends on the first part of the grammar's words: "... with the model's max seq"
     cut by a terminal's wrap before " len (32768)", or ". Based on the av" before "ailable memory"."""
     starts, longest = word_starts()
-    return any(body[-size:] in starts and (size == len(body) or not body[-size - 1].isalnum())
-               for size in range(MIN_WORDS_TAIL, min(len(body), longest) + 1))
-
+    return any(
+        body[-size:] in starts and (size == len(body) or not body[-size - 1].isalnum())
+        for size in range(MIN_WORDS_TAIL, min(len(body), longest) + 1)
+    )
 
 
 def _cut_by_the_end(error: LarkError, text: str) -> bool:
@@ -314,7 +332,9 @@ def _cut_by_the_end(error: LarkError, text: str) -> bool:
         return False
     rest = text[at:].rstrip()
     words = literal_terminals()
-    return bool(rest) and any(len(words.get(name, "")) > len(rest) and words[name].startswith(rest) for name in expected)
+    return bool(rest) and any(
+        len(words.get(name, "")) > len(rest) and words[name].startswith(rest) for name in expected
+    )
 
 
 @cache

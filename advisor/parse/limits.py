@@ -1,4 +1,5 @@
 """Bounds on what one hostile input can make the analysis hold: a traceback keeps its outer and inner frames."""
+
 from __future__ import annotations
 
 import heapq

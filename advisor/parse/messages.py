@@ -1,4 +1,5 @@
 """Parsed messages to facts: each rule of grammars/messages.lark becomes a fact's named values and words."""
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,12 @@ ARG_FACTS = {
     "swap_space": "swap_space_gib",
     "block_size": "block_size",
 }
-CONFIG_FACTS = {"max_seq_len": "max_seq_len", "tensor_parallel_size": "tensor_parallel_size",
-                "pipeline_parallel_size": "pipeline_parallel_size", "data_parallel_size": "data_parallel_size"}
+CONFIG_FACTS = {
+    "max_seq_len": "max_seq_len",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "data_parallel_size": "data_parallel_size",
+}
 # Labels of the periodic stats line, as fact names.
 STAT_FACTS = {
     "Avg prompt throughput": "prompt_throughput",
@@ -54,8 +59,11 @@ PROFILE_FACTS = {
 
 
 def _numbers(children) -> list[Number]:
-    return [gib(c) if c.type in ("SIZE", "SIZE_OR_NUMBER") and not _bare(c) else number(c)
-            for c in children if isinstance(c, Token) and c.type in ("NUMBER", "SIZE", "SIZE_OR_NUMBER")]
+    return [
+        gib(c) if c.type in ("SIZE", "SIZE_OR_NUMBER") and not _bare(c) else number(c)
+        for c in children
+        if isinstance(c, Token) and c.type in ("NUMBER", "SIZE", "SIZE_OR_NUMBER")
+    ]
 
 
 def _bare(token: Token) -> bool:
@@ -124,18 +132,26 @@ class ToFacts(Transformer):
 
     def free_memory_below_utilization(self, c):
         # "cuda:0" names the backend and a device index: the backend is the part before the colon.
-        return {"values": {**_named(("free_gpu_gib", "total_gpu_gib"), c), **_parts(c)},
-                "text": {"device": (_token(c, "DEVICE") or "").split(":")[0]}}
+        return {
+            "values": {**_named(("free_gpu_gib", "total_gpu_gib"), c), **_parts(c)},
+            "text": {"device": (_token(c, "DEVICE") or "").split(":")[0]},
+        }
 
     memory_summary = free_memory_below_utilization
 
     def cpu_memory_below_utilization(self, c):
-        return {"values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "gpu_memory_utilization",
-                                  "requested_gib"), c), "text": {"device": "cpu"}}
+        return {
+            "values": _named(
+                ("numa_node", "free_gpu_gib", "total_gpu_gib", "gpu_memory_utilization", "requested_gib"), c
+            ),
+            "text": {"device": "cpu"},
+        }
 
     def cpu_kv_memory_unavailable(self, c):
-        return {"values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "kv_requested_gib"), c),
-                "text": {"device": "cpu"}}
+        return {
+            "values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "kv_requested_gib"), c),
+            "text": {"device": "cpu"},
+        }
 
     def gpu_blocks(self, c):
         return {"values": _named(("gpu_blocks", "cpu_blocks"), c)}
@@ -213,8 +229,9 @@ class ToFacts(Transformer):
 
     def engine_config(self, c):
         pairs = config_pairs(_token(c, "CONFIG_TEXT") or "")
-        values = {name: number(pairs[key]) for key, name in CONFIG_FACTS.items()
-                  if re.fullmatch(r"\d+", pairs.get(key, ""))}
+        values = {
+            name: number(pairs[key]) for key, name in CONFIG_FACTS.items() if re.fullmatch(r"\d+", pairs.get(key, ""))
+        }
         version = (_token(c, "VERSION_TAG") or "").strip("()v")
         words = {"vllm_version": version} if version else {}
         # "device_config=cpu", or the older "device_config=device(type='cuda')".
@@ -255,8 +272,10 @@ class ToFacts(Transformer):
     def unsupported_quantization(self, c):
         # compressed-tensors names no method, only its scheme.
         method = _token(c, "NAME") or ("compressed-tensors" if _token(c, "A_QUANT_SCHEME") else None)
-        return {"values": _named(("min_compute_capability", "gpu_compute_capability"), c),
-                "text": {"quantization": method} if method else {}}
+        return {
+            "values": _named(("min_compute_capability", "gpu_compute_capability"), c),
+            "text": {"quantization": method} if method else {},
+        }
 
     def supervisor_exit(self, c):
         """The exit and whether it is a failure: a stop the operator asked for (SIGTERM, SIGINT) is not."""
@@ -311,8 +330,10 @@ class ToFacts(Transformer):
 
     def cpu_numa_nodes_short(self, c):
         nodes = (_token(c, "NODE_LIST") or "[]").strip("[]").split(",")
-        return {"values": {"local_world_size": _numbers(c)[0], "numa_nodes": len([n for n in nodes if n.strip()])},
-                "text": {"device": "cpu"}}
+        return {
+            "values": {"local_world_size": _numbers(c)[0], "numa_nodes": len([n for n in nodes if n.strip()])},
+            "text": {"device": "cpu"},
+        }
 
     def frame(self, c):
         return {"text": {"function": (_token(c, "FUNC") or "").rstrip("(")}}
@@ -331,6 +352,9 @@ class ToFacts(Transformer):
 def _launch_args(args: dict[str, Any] | None) -> dict:
     if args is None:
         return {"text": {"unreadable": "launch arguments too large or not a literal"}}
-    values = {name: args[key] for key, name in ARG_FACTS.items()
-              if isinstance(args.get(key), (int, float)) and not isinstance(args.get(key), bool)}
+    values = {
+        name: args[key]
+        for key, name in ARG_FACTS.items()
+        if isinstance(args.get(key), (int, float)) and not isinstance(args.get(key), bool)
+    }
     return {"values": values, "args": args}

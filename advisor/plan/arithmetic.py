@@ -5,6 +5,7 @@ v1/core/kv_cache_utils.py (get_kv_cache_groups, _get_kv_cache_bytes_per_block,
 get_max_concurrency_for_kv_cache_config, _estimate_max_model_len_from_groups): integers as vLLM
 computes them, so the token count and concurrency come out as vLLM prints them.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -82,7 +83,7 @@ def stage_layers(layers: int, pp: int) -> range:
     for i in range(2, layers % pp + 2):
         partitions[-i] += 1
     stage = partitions.index(max(partitions))
-    return range(sum(partitions[:stage]), sum(partitions[:stage + 1]))
+    return range(sum(partitions[:stage]), sum(partitions[: stage + 1]))
 
 
 def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
@@ -96,8 +97,9 @@ def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
             attention_page_per_token = shape.head_size * settings.kv_dtype_bytes
         else:
             if shape.num_attention_heads and shape.num_attention_heads % tp:
-                raise PlanError(f"--tensor-parallel-size {tp} does not divide the {shape.num_attention_heads} "
-                                "attention heads")
+                raise PlanError(
+                    f"--tensor-parallel-size {tp} does not divide the {shape.num_attention_heads} attention heads"
+                )
             # get_num_kv_heads: KV heads split over TP, replicated when TP exceeds them.
             kv_heads = max(1, shape.num_kv_heads // tp)
             attention_page_per_token = kv_heads * 2 * shape.head_size * settings.kv_dtype_bytes
@@ -108,11 +110,23 @@ def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
                 continue
             if part == "mamba":
                 assert shape.mamba is not None  # model.py makes mamba layers only from a mamba state
-                caches.append(LayerCache("mamba", mamba_state_bytes(shape.mamba, tp, settings),
-                                         settings.block_size, state_pages=settings.mamba_pages))
+                caches.append(
+                    LayerCache(
+                        "mamba",
+                        mamba_state_bytes(shape.mamba, tp, settings),
+                        settings.block_size,
+                        state_pages=settings.mamba_pages,
+                    )
+                )
             else:
-                caches.append(LayerCache(part, attention_page_per_token * settings.block_size, settings.block_size,
-                                         window=shape.sliding_window if part == "sliding" else None))
+                caches.append(
+                    LayerCache(
+                        part,
+                        attention_page_per_token * settings.block_size,
+                        settings.block_size,
+                        window=shape.sliding_window if part == "sliding" else None,
+                    )
+                )
     return caches
 
 
@@ -166,7 +180,7 @@ def layout(shape: ModelShape, settings: Settings) -> Layout:
         raise PlanError("layers with different page sizes (vLLM packs or pads them) are not modelled by plan")
     if len(kinds) == 1:
         # One spec for every layer: one group, all layers side by side in each block.
-        (cache, count), = kinds.items()
+        ((cache, count),) = kinds.items()
         return Layout((Group(cache, count),), cache.page_bytes * count, per_token)
     # _get_kv_cache_groups_uniform_page_size: groups of equal size, the smallest kind's count, or the
     # largest's when it is under 1.5 times the smallest; a kind's layers fill cdiv(count, size) groups.

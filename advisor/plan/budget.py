@@ -1,4 +1,5 @@
 """The KV cache budget per GPU: exactly --kv-cache-memory-bytes, or utilization x total - weights - an allowance."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 from advisor.plan.figures import ESTIMATED, GIVEN, READ, Figure, Input, PlanError
 from advisor.plan.model import ModelShape, config_int
 
-GIB = 1024 ** 3
+GIB = 1024**3
 # Usable memory as torch reports it (vLLM's total_gpu_memory, or torch's "total capacity" in an OOM),
 # from real logs in the corpus; the case id says which.
 KNOWN_GPUS = {
@@ -42,11 +43,25 @@ def gpu_total(gpu_memory: str | None, gpu: str | None) -> Input[int] | None:
 
 def parse_size(text: str, flag: str) -> int:
     """'80GiB', '80GB', '24G', '512MiB' or plain bytes."""
-    units = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024 ** 2, "mb": 1000 ** 2, "mib": 1024 ** 2,
-             "g": GIB, "gb": 1000 ** 3, "gib": GIB, "t": 1024 ** 4, "tb": 1000 ** 4, "tib": 1024 ** 4}
+    units = {
+        "": 1,
+        "b": 1,
+        "k": 1024,
+        "kb": 1000,
+        "kib": 1024,
+        "m": 1024**2,
+        "mb": 1000**2,
+        "mib": 1024**2,
+        "g": GIB,
+        "gb": 1000**3,
+        "gib": GIB,
+        "t": 1024**4,
+        "tb": 1000**4,
+        "tib": 1024**4,
+    }
     cleaned = text.strip().lower().replace(" ", "")
     number = cleaned.rstrip("kmgtib")
-    unit = cleaned[len(number):]
+    unit = cleaned[len(number) :]
     try:
         value = float(number)
     except ValueError:
@@ -66,22 +81,43 @@ def activation_bytes(shape: ModelShape, batched_tokens: int, max_num_seqs: int) 
     return batched_tokens * (4 * hidden + 3 * intermediate) * 2 + max_num_seqs * vocab * 4
 
 
-def from_memory(total: Input[int], utilization: Input[float], weights: Figure[int], shape: ModelShape,
-                batched_tokens: int, max_num_seqs: int) -> Budget:
+def from_memory(
+    total: Input[int],
+    utilization: Input[float],
+    weights: Figure[int],
+    shape: ModelShape,
+    batched_tokens: int,
+    max_num_seqs: int,
+) -> Budget:
     activation = activation_bytes(shape, batched_tokens, max_num_seqs)
     allowance = activation + int(RUNTIME_ALLOWANCE_GIB * GIB)
     kv = int(total.value * utilization.value) - weights.value - allowance
-    inputs = (total, utilization,
-              Input("weights per GPU", weights.value, weights.source, weights.formula),
-              Input("activation + runtime allowance", allowance, ESTIMATED,
-                    f"profiling peak ~ {batched_tokens} batched tokens x (4 x hidden + 3 x intermediate) x 2 B "
-                    f"+ {max_num_seqs} x vocab x 4 B logits, + {RUNTIME_ALLOWANCE_GIB} GiB CUDA context and graphs"))
-    figure = Figure("KV cache budget per GPU", kv, "bytes",
-                    "GPU memory x utilization - weights per GPU - activation allowance", inputs, ESTIMATED)
+    inputs = (
+        total,
+        utilization,
+        Input("weights per GPU", weights.value, weights.source, weights.formula),
+        Input(
+            "activation + runtime allowance",
+            allowance,
+            ESTIMATED,
+            f"profiling peak ~ {batched_tokens} batched tokens x (4 x hidden + 3 x intermediate) x 2 B "
+            f"+ {max_num_seqs} x vocab x 4 B logits, + {RUNTIME_ALLOWANCE_GIB} GiB CUDA context and graphs",
+        ),
+    )
+    figure = Figure(
+        "KV cache budget per GPU",
+        kv,
+        "bytes",
+        "GPU memory x utilization - weights per GPU - activation allowance",
+        inputs,
+        ESTIMATED,
+    )
     if kv <= 0:
-        raise PlanError(f"nothing is left for the KV cache: {total.value / GIB:.2f} GiB x {utilization.value} "
-                        f"- {weights.value / GIB:.2f} GiB weights - {allowance / GIB:.2f} GiB allowance "
-                        f"= {kv / GIB:.2f} GiB (quantize, add GPUs, or raise --gpu-memory-utilization)")
+        raise PlanError(
+            f"nothing is left for the KV cache: {total.value / GIB:.2f} GiB x {utilization.value} "
+            f"- {weights.value / GIB:.2f} GiB weights - {allowance / GIB:.2f} GiB allowance "
+            f"= {kv / GIB:.2f} GiB (quantize, add GPUs, or raise --gpu-memory-utilization)"
+        )
     return Budget(kv, figure, total.value, utilization.value)
 
 

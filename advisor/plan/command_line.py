@@ -1,4 +1,5 @@
 """`vllm-advisor plan MODEL_DIR [...]`: flags in, a plan out; bad input is one line and exit 2."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="vllm-advisor plan",
-                description="What max-model-len and how many sequences fit, with vLLM's own KV cache arithmetic, "
-                            "from a local model folder (config.json, safetensors headers). Nothing is downloaded.")
+    p = _Parser(
+        prog="vllm-advisor plan",
+        description="What max-model-len and how many sequences fit, with vLLM's own KV cache arithmetic, "
+        "from a local model folder (config.json, safetensors headers). Nothing is downloaded.",
+    )
     p.add_argument("model_dir", metavar="MODEL_DIR", help="a local folder with config.json (and *.safetensors)")
     memory = p.add_mutually_exclusive_group()
     memory.add_argument("--gpu-memory", help="memory per GPU as torch reports it, e.g. 79.19GiB")
@@ -41,12 +44,26 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     try:
         args = parser().parse_args(argv)
-        kv_bytes = None if args.kv_cache_memory_bytes is None else \
-            parse_size(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes")
+        kv_bytes = (
+            None
+            if args.kv_cache_memory_bytes is None
+            else parse_size(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes")
+        )
         request = planner.Request(
-            args.model_dir, args.gpu_memory, args.gpu, args.tensor_parallel_size, args.pipeline_parallel_size,
-            args.max_model_len, args.max_num_seqs, args.gpu_memory_utilization, args.kv_cache_dtype, kv_bytes,
-            args.block_size, args.max_num_batched_tokens, args.device)
+            args.model_dir,
+            args.gpu_memory,
+            args.gpu,
+            args.tensor_parallel_size,
+            args.pipeline_parallel_size,
+            args.max_model_len,
+            args.max_num_seqs,
+            args.gpu_memory_utilization,
+            args.kv_cache_dtype,
+            kv_bytes,
+            args.block_size,
+            args.max_num_batched_tokens,
+            args.device,
+        )
         shape = model.load(args.model_dir)  # a missing folder is said before a missing flag
         result = planner.plan(request, shape)
     except PlanError as error:

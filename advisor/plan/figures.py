@@ -1,4 +1,5 @@
 """A number with where it came from: read (config, safetensors), given (a flag), estimated or assumed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,5 +39,11 @@ class Figure(Generic[N]):
     source: str = COMPUTED  # ESTIMATED when an estimated input went in
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "value": self.value, "unit": self.unit, "formula": self.formula,
-                "source": self.source, "inputs": [i.as_dict() for i in self.inputs]}
+        return {
+            "name": self.name,
+            "value": self.value,
+            "unit": self.unit,
+            "formula": self.formula,
+            "source": self.source,
+            "inputs": [i.as_dict() for i in self.inputs],
+        }

@@ -3,6 +3,7 @@
 Which keys mean what follows vLLM 0.32 (transformers_utils/model_arch_config_convertor.py,
 config/model.py, engine/arg_utils.py) and the transformers config classes it loads them through.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,24 @@ from advisor.plan.figures import ASSUMED, READ, Input, PlanError
 
 # vLLM's list of model types whose attention is MLA (is_deepseek_mla), when kv_lora_rank is set.
 MLA_MODEL_TYPES = {
-    "axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "dots3_note", "k3_dspark",
-    "glm5_next", "glm5_next_text", "glm_moe_dsa", "glm4_moe_lite", "kimi_k2", "kimi_linear", "longcat_flash",
-    "pangu_ultra_moe", "bailing_hybrid", "hy_v4"}
+    "axk1",
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "deepseek_mtp",
+    "dots3_note",
+    "k3_dspark",
+    "glm5_next",
+    "glm5_next_text",
+    "glm_moe_dsa",
+    "glm4_moe_lite",
+    "kimi_k2",
+    "kimi_linear",
+    "longcat_flash",
+    "pangu_ultra_moe",
+    "bailing_hybrid",
+    "hy_v4",
+}
 # The keys transformers maps onto the usual names (attribute_map) in the families that use them.
 ALIASES = {
     "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
@@ -26,15 +42,29 @@ ALIASES = {
 # vLLM's get_total_num_kv_heads, in its order; none of them means one KV head per attention head.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
 # derive_max_model_len_and_key: the smallest of these, model_max_length winning outright.
-MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-                "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 # Layer pattern defaults transformers fills in when config.json has no layer_types.
 SLIDING_PATTERN_DEFAULTS = {"gemma2": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4}
 # RoPE types whose factor vLLM does not multiply into the length (it is already in max_position_embeddings).
 ROPE_ALREADY_SCALED = {"su", "longrope", "llama3", "yarn", "deepseek_yarn", "mrope", "default"}
 MAX_LAYERS = 10_000  # a guard against a corrupt config, far above any real model
-DTYPE_NAMES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
-               "float": "float32"}
+DTYPE_NAMES = {
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "float32": "float32",
+    "float": "float32",
+}
 
 
 @dataclass(frozen=True)
@@ -141,8 +171,9 @@ def shape_of(raw: dict, path: Path, weights: weights_module.Weights | None) -> M
     layers = config.number("layers", ALIASES["num_hidden_layers"])
     if layers > MAX_LAYERS:
         raise PlanError(f"{path}: config.json says {layers} layers; no model has more than {MAX_LAYERS:,}")
-    heads = config.number("attention heads", ALIASES["num_attention_heads"], default=0,
-                          default_basis="no attention heads in config.json")
+    heads = config.number(
+        "attention heads", ALIASES["num_attention_heads"], default=0, default_basis="no attention heads in config.json"
+    )
     hidden = config.number("hidden size", ALIASES["hidden_size"], default=0, default_basis="not in config.json")
     is_mla = model_type in MLA_MODEL_TYPES and config.raw.get("kv_lora_rank") is not None
     kv_heads = _kv_heads(config, model_type, heads, is_mla)
@@ -152,9 +183,21 @@ def shape_of(raw: dict, path: Path, weights: weights_module.Weights | None) -> M
     kinds = _layer_kinds(config, model_type, layers, is_mla, mamba, window)
     if any(kind != "mamba" for kind in kinds) and (kv_heads == 0 or head_size == 0):
         raise PlanError(f"{path}: config.json gives no attention heads or head size for its attention layers")
-    shape = ModelShape(path, model_type, architecture, kinds, heads, kv_heads, head_size,
-                       window if "sliding" in kinds else None, mamba, _model_dtype(config, weights),
-                       _max_model_len(config, model_type), weights, config.raw)
+    shape = ModelShape(
+        path,
+        model_type,
+        architecture,
+        kinds,
+        heads,
+        kv_heads,
+        head_size,
+        window if "sliding" in kinds else None,
+        mamba,
+        _model_dtype(config, weights),
+        _max_model_len(config, model_type),
+        weights,
+        config.raw,
+    )
     shape.inputs = config.inputs
     return shape
 
@@ -168,8 +211,12 @@ def _kv_heads(config: _Config, model_type: str, heads: int, is_mla: bool) -> int
     if config.raw.get("multi_query") and not config.raw.get("new_decoder_architecture"):
         config.inputs.append(Input("KV heads", 1, READ, f"{config.prefix} multi_query"))
         return 1
-    return config.number("KV heads", KV_HEAD_KEYS, default=heads,
-                         default_basis="no KV head count in config.json: one per attention head (MHA)")
+    return config.number(
+        "KV heads",
+        KV_HEAD_KEYS,
+        default=heads,
+        default_basis="no KV head count in config.json: one per attention head (MHA)",
+    )
 
 
 def _head_size(config: _Config, is_mla: bool, heads: int, hidden: int) -> int:
@@ -192,8 +239,11 @@ def _sliding_window(config: _Config, model_type: str) -> int | None:
     if model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not config.raw.get("use_sliding_window"):
         return None  # transformers drops the window unless use_sliding_window is true
     key, value = config.get("sliding_window")
-    if model_type in ("mistral", "gemma2", "gemma3_text", "gemma3", "cohere2") and key is None \
-            and "sliding_window" not in config.raw:
+    if (
+        model_type in ("mistral", "gemma2", "gemma3_text", "gemma3", "cohere2")
+        and key is None
+        and "sliding_window" not in config.raw
+    ):
         value = 4096  # the transformers config class default for these families
         config.inputs.append(Input("sliding window", value, ASSUMED, f"transformers' {model_type} default"))
         return value
@@ -202,8 +252,9 @@ def _sliding_window(config: _Config, model_type: str) -> int | None:
     return config.number("sliding window", ("sliding_window",))
 
 
-def _layer_kinds(config: _Config, model_type: str, layers: int, is_mla: bool, mamba: MambaState | None,
-                 window: int | None) -> list[str]:
+def _layer_kinds(
+    config: _Config, model_type: str, layers: int, is_mla: bool, mamba: MambaState | None, window: int | None
+) -> list[str]:
     if mamba is not None:
         return _hybrid_kinds(config, model_type, layers)
     if config.get("attention_chunk_size")[0]:
@@ -251,8 +302,12 @@ def _hybrid_kinds(config: _Config, model_type: str, layers: int) -> list[str]:
 def _mamba_state(config: _Config, model_type: str, hidden: int) -> MambaState | None:
     if model_type in ("jamba", "mamba"):
         expand = config.number("mamba expand", ("mamba_expand", "expand"))
-        return MambaState("mamba1", expand * hidden, config.number("mamba state", ("mamba_d_state", "state_size")),
-                          config.number("mamba conv kernel", ("mamba_d_conv", "conv_kernel")))
+        return MambaState(
+            "mamba1",
+            expand * hidden,
+            config.number("mamba state", ("mamba_d_state", "state_size")),
+            config.number("mamba conv kernel", ("mamba_d_conv", "conv_kernel")),
+        )
     if model_type not in ("mamba2", "bamba", "nemotron_h", "falcon_h1", "granitemoehybrid", "zamba2"):
         return None
     heads = config.number("mamba heads", ("mamba_n_heads", "num_heads"))
@@ -264,12 +319,17 @@ def _mamba_state(config: _Config, model_type: str, hidden: int) -> MambaState | 
         intermediate = config.number("mamba expand", ("mamba_expand", "expand")) * hidden
     else:
         intermediate = heads * head_dim
-    return MambaState("mamba2", intermediate,
-                      config.number("mamba state", ("mamba_d_state", "ssm_state_size", "state_size")),
-                      config.number("mamba conv kernel", ("mamba_d_conv", "conv_kernel")),
-                      n_groups=config.number("mamba groups", ("mamba_n_groups", "n_groups"), default=1,
-                                             default_basis="no n_groups in config.json"),
-                      num_heads=heads, head_dim=head_dim)
+    return MambaState(
+        "mamba2",
+        intermediate,
+        config.number("mamba state", ("mamba_d_state", "ssm_state_size", "state_size")),
+        config.number("mamba conv kernel", ("mamba_d_conv", "conv_kernel")),
+        n_groups=config.number(
+            "mamba groups", ("mamba_n_groups", "n_groups"), default=1, default_basis="no n_groups in config.json"
+        ),
+        num_heads=heads,
+        head_dim=head_dim,
+    )
 
 
 def _model_dtype(config: _Config, weights: weights_module.Weights | None) -> str:
@@ -304,8 +364,14 @@ def _max_model_len(config: _Config, model_type: str) -> int:
     factor = rope.get("factor") if isinstance(rope, dict) else None
     scales = rope_type not in ROPE_ALREADY_SCALED and "gemma3" not in model_type  # Gemma 3's is scaled already
     if isinstance(factor, (int, float)) and factor > 0 and scales:
-        config.inputs.append(Input("model's max length", int(length * factor), READ,
-                                   f"{config.prefix} {key} x rope_scaling factor {factor}"))
+        config.inputs.append(
+            Input(
+                "model's max length",
+                int(length * factor),
+                READ,
+                f"{config.prefix} {key} x rope_scaling factor {factor}",
+            )
+        )
         return int(length * factor)
     config.inputs.append(Input("model's max length", length, READ, f"{config.prefix} {key}"))
     return length

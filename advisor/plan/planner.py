@@ -1,4 +1,5 @@
 """One plan: vLLM's defaults for the device, the budget, the figures, a command that fits, what-ifs."""
+
 from __future__ import annotations
 
 import shlex
@@ -52,8 +53,11 @@ class Plan:
     @property
     def launch_length(self) -> int:
         """The length to launch with: the one asked for if it fits, else the longest that does, rounded."""
-        return self.max_model_len if self.fits else round_length(
-            self.whole_figure("longest max-model-len for one sequence"))
+        return (
+            self.max_model_len
+            if self.fits
+            else round_length(self.whole_figure("longest max-model-len for one sequence"))
+        )
 
     def figure(self, name: str) -> Figure[int | float]:
         return next(f for f in self.figures if f.name == name)
@@ -71,54 +75,83 @@ class Plan:
 
 
 def check(request: Request) -> None:
-    for name, value in (("--tensor-parallel-size", request.tensor_parallel),
-                        ("--pipeline-parallel-size", request.pipeline_parallel),
-                        ("--max-model-len", request.max_model_len), ("--max-num-seqs", request.max_num_seqs),
-                        ("--block-size", request.block_size),
-                        ("--max-num-batched-tokens", request.max_num_batched_tokens),
-                        ("--kv-cache-memory-bytes", request.kv_cache_memory_bytes)):
+    for name, value in (
+        ("--tensor-parallel-size", request.tensor_parallel),
+        ("--pipeline-parallel-size", request.pipeline_parallel),
+        ("--max-model-len", request.max_model_len),
+        ("--max-num-seqs", request.max_num_seqs),
+        ("--block-size", request.block_size),
+        ("--max-num-batched-tokens", request.max_num_batched_tokens),
+        ("--kv-cache-memory-bytes", request.kv_cache_memory_bytes),
+    ):
         if value is not None and value <= 0:
             raise PlanError(f"{name} {value}: must be a positive whole number")
     if request.utilization is not None and not 0 < request.utilization <= 1:
         raise PlanError(f"--gpu-memory-utilization {request.utilization}: must be in (0, 1]")
     if request.kv_cache_dtype != "auto" and request.kv_cache_dtype not in arithmetic.DTYPE_BYTES:
-        raise PlanError(f"--kv-cache-dtype {request.kv_cache_dtype!r}: plan knows auto, "
-                        f"{', '.join(arithmetic.DTYPE_BYTES)}")
+        raise PlanError(
+            f"--kv-cache-dtype {request.kv_cache_dtype!r}: plan knows auto, {', '.join(arithmetic.DTYPE_BYTES)}"
+        )
     if request.device not in KERNEL_ALIGNMENT:
         raise PlanError(f"--device {request.device!r}: plan knows cuda and cpu")
     if request.kv_cache_memory_bytes is None and request.gpu_memory is None and request.gpu is None:
-        raise PlanError("give the GPU's memory (--gpu-memory 80GiB or --gpu NAME) or a fixed "
-                        "--kv-cache-memory-bytes")
+        raise PlanError("give the GPU's memory (--gpu-memory 80GiB or --gpu NAME) or a fixed --kv-cache-memory-bytes")
 
 
-def settings_for(request: Request, shape: ModelShape, total_memory: int | None, length: int,
-                 inputs: list[Input]) -> Settings:
+def settings_for(
+    request: Request, shape: ModelShape, total_memory: int | None, length: int, inputs: list[Input]
+) -> Settings:
     """vLLM's choices for this device and model, each noted as given, read or assumed."""
     cpu = request.device == "cpu"
     kv_bytes = 2 if request.kv_cache_dtype == "auto" else arithmetic.DTYPE_BYTES[request.kv_cache_dtype]
-    inputs.append(Input("KV dtype bytes", kv_bytes, GIVEN if request.kv_cache_dtype != "auto" else READ,
-                        f"--kv-cache-dtype {request.kv_cache_dtype}"
-                        + (f" (the model dtype, {shape.model_dtype})" if request.kv_cache_dtype == "auto" else "")))
+    inputs.append(
+        Input(
+            "KV dtype bytes",
+            kv_bytes,
+            GIVEN if request.kv_cache_dtype != "auto" else READ,
+            f"--kv-cache-dtype {request.kv_cache_dtype}"
+            + (f" (the model dtype, {shape.model_dtype})" if request.kv_cache_dtype == "auto" else ""),
+        )
+    )
     _seqs, batched = batch_limits(request, total_memory, length)
     # CPU turns async scheduling off: one batch in flight; CUDA's async scheduling keeps two (PP: one per stage).
     batches = 1 if cpu else (2 if request.pipeline_parallel == 1 else request.pipeline_parallel)
     if "sliding" in shape.layer_kinds:
-        inputs.append(Input("tokens in flight", batches * batched, GIVEN if request.max_num_batched_tokens
-                            else ASSUMED, f"{batches} batch(es) x {batched} batched tokens (vLLM's default for "
-                            f"{request.device}; --max-num-batched-tokens sets it)"))
+        inputs.append(
+            Input(
+                "tokens in flight",
+                batches * batched,
+                GIVEN if request.max_num_batched_tokens else ASSUMED,
+                f"{batches} batch(es) x {batched} batched tokens (vLLM's default for "
+                f"{request.device}; --max-num-batched-tokens sets it)",
+            )
+        )
     block, basis = _block_size(request, shape)
     ssm_bytes = _ssm_state_bytes(shape, cpu, inputs)
-    settings = Settings(request.tensor_parallel, request.pipeline_parallel, block, kv_bytes, 2, ssm_bytes,
-                        batches * batched, mamba_pages=2)
+    settings = Settings(
+        request.tensor_parallel,
+        request.pipeline_parallel,
+        block,
+        kv_bytes,
+        2,
+        ssm_bytes,
+        batches * batched,
+        mamba_pages=2,
+    )
     if shape.is_hybrid:
         raised = arithmetic.hybrid_block_size(shape, settings, KERNEL_ALIGNMENT[request.device])
         if raised != block:
             block, basis = raised, f"raised from {block} so one attention page holds a mamba state (vLLM does)"
         settings = replace(settings, block_size=block)
-        inputs.append(Input("mamba pages per request", 2, ASSUMED,
-                            "prefix caching on (vLLM's default): mamba_cache_mode 'align' keeps 2 state pages"))
-    inputs.append(Input("block size", block, GIVEN if request.block_size and not shape.is_hybrid else ASSUMED,
-                        basis))
+        inputs.append(
+            Input(
+                "mamba pages per request",
+                2,
+                ASSUMED,
+                "prefix caching on (vLLM's default): mamba_cache_mode 'align' keeps 2 state pages",
+            )
+        )
+    inputs.append(Input("block size", block, GIVEN if request.block_size and not shape.is_hybrid else ASSUMED, basis))
     return settings
 
 
@@ -168,8 +201,10 @@ def _default_batched(cpu: bool, world: int, total: int | None) -> int:
 
 def _block_size(request: Request, shape: ModelShape) -> tuple[int, str]:
     if shape.is_mla and request.device == "cpu" and "amx_tile" not in _cpu_flags():
-        return CPU_MLA_BLOCK, "vLLM's CPU MLA kernel without AMX (none in /proc/cpuinfo) needs 16, whatever " \
-                              "--block-size says"
+        return (
+            CPU_MLA_BLOCK,
+            "vLLM's CPU MLA kernel without AMX (none in /proc/cpuinfo) needs 16, whatever --block-size says",
+        )
     if request.block_size:
         return request.block_size, f"--block-size {request.block_size}"
     if shape.is_mla:
@@ -184,10 +219,15 @@ def weights_figure(shape: ModelShape, request: Request) -> Figure[int]:
     split = Input("GPUs sharing the weights", world, GIVEN, "--tensor-parallel-size x --pipeline-parallel-size")
     if shape.weights is not None:
         total = Input("weights", shape.weights.bytes, READ, shape.weights.basis)
-        return Figure("weights per GPU", shape.weights.bytes // world, "bytes", "weights / (TP x PP)",
-                      (total, split), READ)
-    total = Input("weights", _estimated_weights(shape), ESTIMATED,
-                  "no safetensors: parameters counted from config.json at 2 bytes each")
+        return Figure(
+            "weights per GPU", shape.weights.bytes // world, "bytes", "weights / (TP x PP)", (total, split), READ
+        )
+    total = Input(
+        "weights",
+        _estimated_weights(shape),
+        ESTIMATED,
+        "no safetensors: parameters counted from config.json at 2 bytes each",
+    )
     return Figure("weights per GPU", total.value // world, "bytes", "weights / (TP x PP)", (total, split), ESTIMATED)
 
 
@@ -196,8 +236,7 @@ def _estimated_weights(shape: ModelShape) -> int:
     hidden = config_int(raw, "hidden_size", "n_embd", "d_model")
     vocab = config_int(raw, "vocab_size")
     experts = config_int(raw, "n_routed_experts", "num_local_experts", "num_experts")
-    inner = (experts and config_int(raw, "moe_intermediate_size")) or config_int(raw, "intermediate_size") \
-        or 4 * hidden
+    inner = (experts and config_int(raw, "moe_intermediate_size")) or config_int(raw, "intermediate_size") or 4 * hidden
     mlp = 3 * hidden * inner * max(1, experts)
     heads = shape.num_attention_heads
     attention = 2 * hidden * heads * shape.head_size + 2 * hidden * shape.num_kv_heads * shape.head_size
@@ -209,8 +248,14 @@ def plan(request: Request, shape: ModelShape, with_what_if: bool = True) -> Plan
     check(request)
     inputs = list(shape.inputs)
     length = request.max_model_len or shape.max_model_len
-    inputs.append(Input("max model length", length, GIVEN if request.max_model_len else READ,
-                        "--max-model-len" if request.max_model_len else "the model's own (vLLM's default)"))
+    inputs.append(
+        Input(
+            "max model length",
+            length,
+            GIVEN if request.max_model_len else READ,
+            "--max-model-len" if request.max_model_len else "the model's own (vLLM's default)",
+        )
+    )
     total = budget.gpu_total(request.gpu_memory, request.gpu)
     settings = settings_for(request, shape, total.value if total else None, length, inputs)
     weights = weights_figure(shape, request)
@@ -224,42 +269,67 @@ def plan(request: Request, shape: ModelShape, with_what_if: bool = True) -> Plan
     return result
 
 
-def _budget(request: Request, shape: ModelShape, settings: Settings, total: Input[int] | None, weights: Figure[int],
-            length: int) -> budget.Budget:
+def _budget(
+    request: Request, shape: ModelShape, settings: Settings, total: Input[int] | None, weights: Figure[int], length: int
+) -> budget.Budget:
     if request.kv_cache_memory_bytes is not None:
         return budget.exact(Input("KV cache budget", request.kv_cache_memory_bytes, GIVEN, "--kv-cache-memory-bytes"))
-    utilization = Input("utilization", request.utilization or DEFAULT_UTILIZATION,
-                        GIVEN if request.utilization else ASSUMED,
-                        "--gpu-memory-utilization" if request.utilization else "vLLM's default from 0.21")
+    utilization = Input(
+        "utilization",
+        request.utilization or DEFAULT_UTILIZATION,
+        GIVEN if request.utilization else ASSUMED,
+        "--gpu-memory-utilization" if request.utilization else "vLLM's default from 0.21",
+    )
     assert total is not None  # check() demands --gpu-memory or --gpu without --kv-cache-memory-bytes
     seqs, batched = batch_limits(request, total.value, length)
     return budget.from_memory(total, utilization, weights, shape, batched, seqs)
 
 
-def _figures(shape: ModelShape, settings: Settings, kv_bytes: int,
-             length: int) -> tuple[list[Figure[int | float]], bool]:
+def _figures(
+    shape: ModelShape, settings: Settings, kv_bytes: int, length: int
+) -> tuple[list[Figure[int | float]], bool]:
     layout = arithmetic.layout(shape, settings)
     tp = Input("TP", settings.tensor_parallel, GIVEN, "--tensor-parallel-size")
     block = Input("block size", settings.block_size, COMPUTED, "vLLM's choice, or --block-size (see inputs)")
-    per_token = Figure("KV bytes per token per GPU", layout.per_token_bytes, "bytes", _per_token_formula(shape),
-                       (tp,))
-    per_block = Figure("bytes per block", layout.bytes_per_block, "bytes",
-                       "layers in the widest KV cache group x page (block size x bytes per token per layer)",
-                       (block,))
+    per_token = Figure("KV bytes per token per GPU", layout.per_token_bytes, "bytes", _per_token_formula(shape), (tp,))
+    per_block = Figure(
+        "bytes per block",
+        layout.bytes_per_block,
+        "bytes",
+        "layers in the widest KV cache group x page (block size x bytes per token per layer)",
+        (block,),
+    )
     capacity = arithmetic.capacity(layout, settings, kv_bytes, length)
-    blocks = Figure("KV cache blocks", capacity.num_blocks, "blocks", "budget // bytes per block (null block counted)",
-                    (Input("budget", kv_bytes, COMPUTED, "KV cache budget per GPU"),))
-    per_request = Figure("blocks per request", capacity.blocks_per_request, "blocks", _per_request_formula(shape),
-                         (Input("length", length, GIVEN, "max model length"),))
-    tokens = Figure("KV cache tokens", capacity.tokens, "tokens",
-                    "int(blocks / blocks per request x max model length) (vLLM's 'KV cache size')")
-    concurrency = Figure("maximum concurrency", capacity.concurrency, "requests",
-                         "blocks / blocks per request (vLLM prints it %.2f)")
+    blocks = Figure(
+        "KV cache blocks",
+        capacity.num_blocks,
+        "blocks",
+        "budget // bytes per block (null block counted)",
+        (Input("budget", kv_bytes, COMPUTED, "KV cache budget per GPU"),),
+    )
+    per_request = Figure(
+        "blocks per request",
+        capacity.blocks_per_request,
+        "blocks",
+        _per_request_formula(shape),
+        (Input("length", length, GIVEN, "max model length"),),
+    )
+    tokens = Figure(
+        "KV cache tokens",
+        capacity.tokens,
+        "tokens",
+        "int(blocks / blocks per request x max model length) (vLLM's 'KV cache size')",
+    )
+    concurrency = Figure(
+        "maximum concurrency", capacity.concurrency, "requests", "blocks / blocks per request (vLLM prints it %.2f)"
+    )
     upper = max(length, shape.max_model_len)
-    longest = Figure("longest max-model-len for one sequence",
-                     arithmetic.longest_length(layout, settings, kv_bytes, upper), "tokens",
-                     f"vLLM's binary search over 1..{upper}: bytes per block x blocks per request <= budget - one "
-                     "(null) block")
+    longest = Figure(
+        "longest max-model-len for one sequence",
+        arithmetic.longest_length(layout, settings, kv_bytes, upper),
+        "tokens",
+        f"vLLM's binary search over 1..{upper}: bytes per block x blocks per request <= budget - one (null) block",
+    )
     fits = arithmetic.fits(layout, settings, kv_bytes, length)
     return [per_token, per_block, blocks, per_request, tokens, concurrency, longest], fits
 
@@ -296,14 +366,15 @@ def serve_command(result: Plan) -> list[str]:
     argv = ["vllm", "serve", str(Path(request.model_dir))]
     if length == 0:
         return argv  # nothing fits: no command would start
-    for flag, value in (("--tensor-parallel-size", request.tensor_parallel if request.tensor_parallel > 1 else None),
-                        ("--pipeline-parallel-size",
-                         request.pipeline_parallel if request.pipeline_parallel > 1 else None),
-                        ("--gpu-memory-utilization", request.utilization),
-                        ("--kv-cache-memory-bytes", request.kv_cache_memory_bytes),
-                        ("--kv-cache-dtype", None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype),
-                        ("--block-size", request.block_size),
-                        ("--max-num-batched-tokens", request.max_num_batched_tokens)):
+    for flag, value in (
+        ("--tensor-parallel-size", request.tensor_parallel if request.tensor_parallel > 1 else None),
+        ("--pipeline-parallel-size", request.pipeline_parallel if request.pipeline_parallel > 1 else None),
+        ("--gpu-memory-utilization", request.utilization),
+        ("--kv-cache-memory-bytes", request.kv_cache_memory_bytes),
+        ("--kv-cache-dtype", None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype),
+        ("--block-size", request.block_size),
+        ("--max-num-batched-tokens", request.max_num_batched_tokens),
+    ):
         if value is not None:
             argv += [flag, str(value)]
     argv += ["--max-model-len", str(length)]
@@ -322,8 +393,12 @@ def what_if(result: Plan) -> list[dict]:
     variants = []
     if request.kv_cache_dtype == "auto" or arithmetic.DTYPE_BYTES.get(request.kv_cache_dtype, 1) > 1:
         variants.append(("--kv-cache-dtype fp8", replace(request, kv_cache_dtype="fp8")))
-    variants.append((f"--tensor-parallel-size {request.tensor_parallel * 2}",
-                     replace(request, tensor_parallel=request.tensor_parallel * 2)))
+    variants.append(
+        (
+            f"--tensor-parallel-size {request.tensor_parallel * 2}",
+            replace(request, tensor_parallel=request.tensor_parallel * 2),
+        )
+    )
     if request.kv_cache_memory_bytes is None:
         raised = round((request.utilization or DEFAULT_UTILIZATION) + 0.02, 2)
         if raised <= MAX_SUGGESTED_UTILIZATION:
@@ -335,8 +410,13 @@ def what_if(result: Plan) -> list[dict]:
         except PlanError as error:
             rows.append({"change": change, "error": str(error)})
             continue
-        rows.append({"change": change, "kv_cache_tokens": other.figure("KV cache tokens").value,
-                     "longest_max_model_len": other.figure("longest max-model-len for one sequence").value,
-                     "concurrency": other.figure("maximum concurrency").value,
-                     "max_model_len": other.max_model_len})
+        rows.append(
+            {
+                "change": change,
+                "kv_cache_tokens": other.figure("KV cache tokens").value,
+                "longest_max_model_len": other.figure("longest max-model-len for one sequence").value,
+                "concurrency": other.figure("maximum concurrency").value,
+                "max_model_len": other.max_model_len,
+            }
+        )
     return rows

@@ -1,4 +1,5 @@
 """Exact weight bytes from safetensors headers (the 8-byte length and the JSON after it, never the tensors)."""
+
 from __future__ import annotations
 
 import json

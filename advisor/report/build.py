@@ -1,4 +1,5 @@
 """The analysis that fills the report from facts: runs, rule matches, findings, verdict, command."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -28,7 +29,9 @@ def analyze(lines: Iterable[Line], source: str, user_command: str | None = None)
 
 def build_report(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
     report = summarize(facts, source, user_command)
-    report.events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in TRACEBACK_KINDS]
+    report.events = [
+        EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in TRACEBACK_KINDS
+    ]
     return report
 
 
@@ -83,12 +86,26 @@ def finding(match: Match) -> Finding:
         flags = flag_values(remediation, context)
         if flags is None:
             continue
-        remediations.append(RemediationOut(
-            rank=len(remediations) + 1, title=render(remediation.title, context), flags=flags,
-            why=render(remediation.why, context), tradeoff=render(remediation.tradeoff, context)))
-    return Finding(rule=rule.code, name=rule.name, phase=rule.phase, severity=rule.severity,
-                   failure=rule.failure, evidence=rule.evidence, line=match.event.line, message=render(rule.message, context),
-                   remediations=remediations)
+        remediations.append(
+            RemediationOut(
+                rank=len(remediations) + 1,
+                title=render(remediation.title, context),
+                flags=flags,
+                why=render(remediation.why, context),
+                tradeoff=render(remediation.tradeoff, context),
+            )
+        )
+    return Finding(
+        rule=rule.code,
+        name=rule.name,
+        phase=rule.phase,
+        severity=rule.severity,
+        failure=rule.failure,
+        evidence=rule.evidence,
+        line=match.event.line,
+        message=render(rule.message, context),
+        remediations=remediations,
+    )
 
 
 def corrected_command(run: Run | None, findings: list[Finding], user_command: str | None) -> Command:

@@ -1,4 +1,5 @@
 """The report contract (vllm-advisor.report/2): what every format is written from."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -101,5 +102,7 @@ class FindingRecord(Finding):
 
 def json_schemas() -> dict[str, dict]:
     """The JSON Schema of each document the advisor writes, by name (shipped in advisor/report/schemas)."""
-    return {"report": Report.model_json_schema(by_alias=True, mode="serialization"),
-            "finding": FindingRecord.model_json_schema(by_alias=True, mode="serialization")}
+    return {
+        "report": Report.model_json_schema(by_alias=True, mode="serialization"),
+        "finding": FindingRecord.model_json_schema(by_alias=True, mode="serialization"),
+    }

@@ -4,6 +4,7 @@ floats are their repr), not a serialization library's, whose number formatting m
 The events are written a batch at a time, from EventOut objects or, for a big log, straight from
 its facts (anything with line, kind and values, or with names and numbers).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,14 +52,17 @@ def event_batches(events: Sequence) -> Iterator[str]:
     """The events, four spaces in, separated by commas, a batch at a time."""
     items = getattr(events, "facts", events)  # a big log's events are read from its facts
     for start in range(0, len(items), BATCH):
-        batch = ",\n".join(event_json(item) for item in items[start:start + BATCH])
+        batch = ",\n".join(event_json(item) for item in items[start : start + BATCH])
         yield batch + (",\n" if start + BATCH < len(items) else "")
 
 
 def event_json(event: Any) -> str:
     """One event as it sits in the events list, four spaces in."""
-    names, numbers = (event.names, event.numbers) if hasattr(event, "numbers") else \
-        (tuple(event.values), tuple(event.values.values()))
+    names, numbers = (
+        (event.names, event.numbers)
+        if hasattr(event, "numbers")
+        else (tuple(event.values), tuple(event.values.values()))
+    )
     template = _template(event.kind, names)
     if template is None or not _plain_numbers(numbers):
         text = _dumps({"line": event.line, "kind": event.kind, "values": dict(zip(names, map(_finite, numbers)))})

@@ -1,4 +1,5 @@
 """A small, safe expression language for rule conditions and flag values (never Python's eval)."""
+
 from __future__ import annotations
 
 import ast
@@ -13,14 +14,33 @@ class ExpressionError(ValueError):
     """An expression uses syntax or a name the rule language does not allow."""
 
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge,
-            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "min": min, "max": max, "int": int, "round": round, "abs": abs,
-    "floor": math.floor, "ceil": math.ceil, "str": str,
+    "min": min,
+    "max": max,
+    "int": int,
+    "round": round,
+    "abs": abs,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "str": str,
 }
 
 
@@ -31,9 +51,26 @@ def compile_expression(source: str) -> ast.Expression:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as error:
         raise ExpressionError(f"{source!r}: {error.msg}") from None
-    allowed = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.BinOp,
-               ast.Compare, ast.Name, ast.Load, ast.Constant, ast.Call, ast.List, ast.Tuple, ast.IfExp,
-               *_BINARY, *_COMPARE)
+    allowed = (
+        ast.Expression,
+        ast.BoolOp,
+        ast.And,
+        ast.Or,
+        ast.UnaryOp,
+        ast.Not,
+        ast.USub,
+        ast.BinOp,
+        ast.Compare,
+        ast.Name,
+        ast.Load,
+        ast.Constant,
+        ast.Call,
+        ast.List,
+        ast.Tuple,
+        ast.IfExp,
+        *_BINARY,
+        *_COMPARE,
+    )
     for node in ast.walk(tree):
         if not isinstance(node, allowed):
             raise ExpressionError(f"{source!r}: {type(node).__name__} is not allowed")

@@ -1,4 +1,5 @@
 """Matching: the rules over each run's events, each event in the context of its run."""
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,9 @@ class RunContext:
     """
 
     def __init__(self, run: Run):
-        self.names: dict[str, Any] = {f"arg_{k}": v for k, v in run.launch_args().items()
-                                      if isinstance(v, (int, float, str))}
+        self.names: dict[str, Any] = {
+            f"arg_{k}": v for k, v in run.launch_args().items() if isinstance(v, (int, float, str))
+        }
         # A state the stats lines report changes from line to line: an event sees only its own, never
         # a later line's (batch would then judge an earlier line by what a stream had not yet read).
         self.names.update({name: value for name, value in run.values.items() if name not in STATE_NAMES})
@@ -138,8 +140,11 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
             return False
 
     # A sustained rule judged on a run's later events only (the stream) counts the streak before them.
-    streaks = {index: 0 if events is None or not events else _streak_before(run, rules[index], events[0], holds, index)
-               for index, rule in enumerate(rules) if rule.sustained > 1}
+    streaks = {
+        index: 0 if events is None or not events else _streak_before(run, rules[index], events[0], holds, index)
+        for index, rule in enumerate(rules)
+        if rule.sustained > 1
+    }
     for event in run.events if events is None else events:
         candidates = waiting.get(event.kind)
         if not candidates:

@@ -1,4 +1,5 @@
 """Remedies: the arithmetic behind each suggestion, computed from the log's own numbers."""
+
 from __future__ import annotations
 
 import math
@@ -16,34 +17,93 @@ DEFAULT_BLOCK_SIZE = {"cpu": 128}
 CUDA_BLOCK_SIZE = 16
 # What a backend's memory, tools and parallel units are called, for the rules' wording.
 BACKEND_WORDS = {
-    "cuda": {"memory_place": "the device", "process_tool": "nvidia-smi", "parallel_units": "GPUs",
-             "headroom_users": "CUDA graphs, the driver and other processes"},
-    "rocm": {"memory_place": "the device", "process_tool": "rocm-smi", "parallel_units": "GPUs",
-             "headroom_users": "HIP graphs, the driver and other processes"},
-    "cpu": {"memory_place": "the node", "process_tool": "top, ps or numastat", "parallel_units": "NUMA nodes",
-            "headroom_users": "the operating system and other processes"},
-    "xpu": {"memory_place": "the XPU", "process_tool": "xpu-smi", "parallel_units": "XPUs",
-            "headroom_users": "the driver and other processes"},
-    "hpu": {"memory_place": "the HPU", "process_tool": "hl-smi", "parallel_units": "HPUs",
-            "headroom_users": "HPU graphs, the driver and other processes"},
-    "tpu": {"memory_place": "the TPU", "process_tool": "tpu-info", "parallel_units": "TPU chips",
-            "headroom_users": "XLA and other processes"},
-    "npu": {"memory_place": "the NPU", "process_tool": "npu-smi", "parallel_units": "NPUs",
-            "headroom_users": "the driver and other processes"},
+    "cuda": {
+        "memory_place": "the device",
+        "process_tool": "nvidia-smi",
+        "parallel_units": "GPUs",
+        "headroom_users": "CUDA graphs, the driver and other processes",
+    },
+    "rocm": {
+        "memory_place": "the device",
+        "process_tool": "rocm-smi",
+        "parallel_units": "GPUs",
+        "headroom_users": "HIP graphs, the driver and other processes",
+    },
+    "cpu": {
+        "memory_place": "the node",
+        "process_tool": "top, ps or numastat",
+        "parallel_units": "NUMA nodes",
+        "headroom_users": "the operating system and other processes",
+    },
+    "xpu": {
+        "memory_place": "the XPU",
+        "process_tool": "xpu-smi",
+        "parallel_units": "XPUs",
+        "headroom_users": "the driver and other processes",
+    },
+    "hpu": {
+        "memory_place": "the HPU",
+        "process_tool": "hl-smi",
+        "parallel_units": "HPUs",
+        "headroom_users": "HPU graphs, the driver and other processes",
+    },
+    "tpu": {
+        "memory_place": "the TPU",
+        "process_tool": "tpu-info",
+        "parallel_units": "TPU chips",
+        "headroom_users": "XLA and other processes",
+    },
+    "npu": {
+        "memory_place": "the NPU",
+        "process_tool": "npu-smi",
+        "parallel_units": "NPUs",
+        "headroom_users": "the driver and other processes",
+    },
 }
 # `--max-model-len auto` (auto-fit, PR #29431, merged 2025-11-25) ships from this release on.
 AUTO_FIT_SINCE = (0, 13)
 
 # The names arithmetic() may derive: rule texts, flags and remediation conditions read them; a rule's
 # firing condition may not (it is judged before any arithmetic is done), and load_rules says so.
-DERIVED_NAMES = frozenset({"auto_fit_supported", "concurrency_at_suggested", "cpu_nodes_seen", "default_utilization",
-    "derived_max_model_len", "doubled_kv_cache_memory_bytes", "doubled_swap_space", "doubled_tp", "free_fraction",
-    "full_length_requests", "half_max_len", "halved_max_num_seqs", "headroom_users", "kv_block_tokens",
-    "kv_bytes_per_token", "kv_bytes_that_fit", "kv_cache_memory_bytes_needed", "kv_needed_for_max_len_gib",
-    "lower_utilization", "max_safe_utilization", "memory_place", "next_port", "next_utilization", "parallel_units",
-    "process_tool", "requested_max_len", "suggested_max_model_len", "suggested_share_pct", "suggested_tp",
-    "suggested_utilization", "tokens_that_fit", "tp_within_nodes", "utilization_cap", "utilization_needed",
-    "valid_tp_sizes"})
+DERIVED_NAMES = frozenset(
+    {
+        "auto_fit_supported",
+        "concurrency_at_suggested",
+        "cpu_nodes_seen",
+        "default_utilization",
+        "derived_max_model_len",
+        "doubled_kv_cache_memory_bytes",
+        "doubled_swap_space",
+        "doubled_tp",
+        "free_fraction",
+        "full_length_requests",
+        "half_max_len",
+        "halved_max_num_seqs",
+        "headroom_users",
+        "kv_block_tokens",
+        "kv_bytes_per_token",
+        "kv_bytes_that_fit",
+        "kv_cache_memory_bytes_needed",
+        "kv_needed_for_max_len_gib",
+        "lower_utilization",
+        "max_safe_utilization",
+        "memory_place",
+        "next_port",
+        "next_utilization",
+        "parallel_units",
+        "process_tool",
+        "requested_max_len",
+        "suggested_max_model_len",
+        "suggested_share_pct",
+        "suggested_tp",
+        "suggested_utilization",
+        "tokens_that_fit",
+        "tp_within_nodes",
+        "utilization_cap",
+        "utilization_needed",
+        "valid_tp_sizes",
+    }
+)
 
 
 def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:

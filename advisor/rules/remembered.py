@@ -1,4 +1,5 @@
 """What rule matching remembers across a run's events: most stats lines change nothing a rule reads."""
+
 from __future__ import annotations
 
 import ast
@@ -55,5 +56,9 @@ def kinds(values: tuple) -> tuple:
     so do 0.0 and -0.0 (NaN equals nothing, so it is never remembered)."""
     if 0 not in values:  # no zero, so no negative zero: the types say it all
         return tuple(map(type, values))
-    return tuple([NEGATIVE_ZERO if type(value) is float and not value and math.copysign(1.0, value) < 0
-                  else type(value) for value in values])
+    return tuple(
+        [
+            NEGATIVE_ZERO if type(value) is float and not value and math.copysign(1.0, value) < 0 else type(value)
+            for value in values
+        ]
+    )

@@ -1,4 +1,5 @@
 """Rendering a finding: its sentences filled from the context, its flags evaluated."""
+
 from __future__ import annotations
 
 import string

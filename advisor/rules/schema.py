@@ -1,4 +1,5 @@
 """Rule files: TOML validated on load into rules, each with its remediations."""
+
 from __future__ import annotations
 
 import tomllib
@@ -13,12 +14,30 @@ from advisor.rules.expressions import ExpressionError, compile_expression
 from advisor.rules.remedies import DERIVED_NAMES
 from advisor.rules.remembered import names_read
 
-STARTUP_FAILURES = ("kv_cache_insufficient", "no_cache_blocks", "free_memory_below_utilization", "weights_oom",
-                    "cuda_graph_oom", "tp_heads_mismatch", "max_len_exceeds_model", "unsupported_quantization",
-                    "unsupported_kv_dtype", "unsupported_architecture", "nccl_error", "port_in_use",
-                    "parallel_size_exceeds_devices", "engine_startup_failed")
-RUNTIME_FAILURES = ("cuda_oom_runtime", "preemption", "kv_cache_saturated", "swap_space_exhausted",
-                    "request_exceeds_max_model_len", "engine_dead")
+STARTUP_FAILURES = (
+    "kv_cache_insufficient",
+    "no_cache_blocks",
+    "free_memory_below_utilization",
+    "weights_oom",
+    "cuda_graph_oom",
+    "tp_heads_mismatch",
+    "max_len_exceeds_model",
+    "unsupported_quantization",
+    "unsupported_kv_dtype",
+    "unsupported_architecture",
+    "nccl_error",
+    "port_in_use",
+    "parallel_size_exceeds_devices",
+    "engine_startup_failed",
+)
+RUNTIME_FAILURES = (
+    "cuda_oom_runtime",
+    "preemption",
+    "kv_cache_saturated",
+    "swap_space_exhausted",
+    "request_exceeds_max_model_len",
+    "engine_dead",
+)
 # Built from the tuples, so each word is written once (a type checker cannot follow it).
 Failure = Literal[STARTUP_FAILURES + RUNTIME_FAILURES + ("none",)]  # type: ignore[valid-type]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -89,8 +108,10 @@ class Rule(BaseModel):
     def _valid_when(cls, value: str) -> str:
         derived = sorted(set(names_read(_checked(value))) & DERIVED_NAMES)
         if derived:
-            raise ValueError(f"when reads {', '.join(derived)}, which are derived only once the rule fires: "
-                             "use them in the message, flags or a remediation's when")
+            raise ValueError(
+                f"when reads {', '.join(derived)}, which are derived only once the rule fires: "
+                "use them in the message, flags or a remediation's when"
+            )
         return value
 
 

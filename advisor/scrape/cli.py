@@ -1,4 +1,5 @@
 """`vllm-advisor --metrics SOURCE [LOG ...]`: read each replica's /metrics, judge them alone or with each log."""
+
 from __future__ import annotations
 
 import sys
@@ -22,8 +23,9 @@ def read_all(sources: list[str]) -> tuple[list[Snapshot], list[MetricsMissing]]:
     return snapshots, missing
 
 
-def reports(files: list[str], sources: list[str], user_command: str | None,
-            analyze_one: Callable) -> list[Report] | None:
+def reports(
+    files: list[str], sources: list[str], user_command: str | None, analyze_one: Callable
+) -> list[Report] | None:
     """The joined reports; None when metrics alone were asked for and none could be read (exit 2)."""
     snapshots, missing = read_all(sources)
     if not files and not snapshots:

@@ -1,13 +1,21 @@
 """The metrics section as plain lines for the human formats: the likely bottleneck on top, what was read below."""
+
 from __future__ import annotations
 
 from advisor.report.contract import Report
 
 # The few figures an operator reads first, in order; the JSON has them all.
-SHOWN = (("preemptions", "preemptions", ""), ("finished", "finished", ""), ("kv_cache_usage_pct", "KV cache", "%"),
-         ("running", "running", ""), ("waiting", "waiting", ""), ("ttft_p95_s", "TTFT p95", " s"),
-         ("tpot_p50_s", "TPOT p50", " s"), ("queue_time_p95_s", "queue p95", " s"),
-         ("prefix_hit_pct", "prefix hits", "%"))
+SHOWN = (
+    ("preemptions", "preemptions", ""),
+    ("finished", "finished", ""),
+    ("kv_cache_usage_pct", "KV cache", "%"),
+    ("running", "running", ""),
+    ("waiting", "waiting", ""),
+    ("ttft_p95_s", "TTFT p95", " s"),
+    ("tpot_p50_s", "TPOT p50", " s"),
+    ("queue_time_p95_s", "queue p95", " s"),
+    ("prefix_hit_pct", "prefix hits", "%"),
+)
 
 
 def head(report: Report) -> list[str]:
@@ -28,8 +36,9 @@ def tail(report: Report) -> list[str]:
     out = []
     for read in section.read:
         releases = f", names of vLLM {read.releases}" if read.releases else ""
-        figures = ", ".join(f"{label} {read.values[name]:g}{unit}"
-                            for name, label, unit in SHOWN if name in read.values)
+        figures = ", ".join(
+            f"{label} {read.values[name]:g}{unit}" for name, label, unit in SHOWN if name in read.values
+        )
         how = "scraped" if read.fetched else "dump read"
         out.append(f"Metrics read: {read.source} ({how} {read.read_at}{releases}): {figures}")
     out += [f"Metrics missing: {m.source}: {m.error}; the log was judged without them" for m in section.missing]

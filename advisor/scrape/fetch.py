@@ -1,4 +1,5 @@
 """Read a /metrics dump from a file or fetch it over http(s): read-only, with a timeout and a size cap."""
+
 from __future__ import annotations
 
 import base64
@@ -87,8 +88,9 @@ class _SameSchemes(urllib.request.HTTPRedirectHandler):
 def _fetch(url: str, timeout: float, cap: int) -> Body:
     parts = urllib.parse.urlsplit(url)
     name = shown(url)
-    request = urllib.request.Request(_without_credentials(parts), method="GET",
-                                     headers={"Accept": "text/plain", "User-Agent": "vllm-advisor"})
+    request = urllib.request.Request(
+        _without_credentials(parts), method="GET", headers={"Accept": "text/plain", "User-Agent": "vllm-advisor"}
+    )
     if parts.username is not None:  # http://user:password@host/metrics: sent, never printed
         token = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
         request.add_header("Authorization", "Basic " + base64.b64encode(token.encode()).decode())

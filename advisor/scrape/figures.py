@@ -1,4 +1,5 @@
 """The numbers the metric rules read, worked out from one replica's snapshot (and the log's facts when given)."""
+
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """The log's report and the replicas' /metrics as one report: inferences confirmed or withdrawn, the metrics'
 own findings, the verdict and the likely bottleneck."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,8 +64,13 @@ class Reading:
     figures: dict[str, Any]
 
 
-def join(report: Report | None, facts: list[Fact] | None, snapshots: list[Snapshot],
-         missing: list[MetricsMissing], user_command: str | None = None) -> JoinedReport:
+def join(
+    report: Report | None,
+    facts: list[Fact] | None,
+    snapshots: list[Snapshot],
+    missing: list[MetricsMissing],
+    user_command: str | None = None,
+) -> JoinedReport:
     """One report from a log's (None: metrics alone) and the snapshots read, one per replica."""
     runs = split_runs(facts) if facts else []
     last = runs[-1] if runs else None
@@ -84,15 +90,21 @@ def join(report: Report | None, facts: list[Fact] | None, snapshots: list[Snapsh
             item.evidence, item.message = "metrics", f"{item.message} Confirmed: {why}"
             item.phase, item.failure = "runtime", "preemption"
             item.severity = "warning" if item.severity == "info" else item.severity
-    earlier = report.findings[len(matches):] if report is not None else []
+    earlier = report.findings[len(matches) :] if report is not None else []
 
-    base = report if report is not None else Report(
-        source=", ".join(s.source for s in snapshots) or "metrics", verdict=Verdict(phase="unknown", failure="none"))
+    base = (
+        report
+        if report is not None
+        else Report(
+            source=", ".join(s.source for s in snapshots) or "metrics", verdict=Verdict(phase="unknown", failure="none")
+        )
+    )
     joined = JoinedReport(**{**base.model_dump(by_alias=True), "metrics": section})
     joined.events = base.events if report is not None else []
     joined.findings = last_findings + metric_findings + earlier
-    joined.verdict, joined.command = _verdict_and_command(report, last, kept, last_findings, metric_findings,
-                                                          snapshots, user_command)
+    joined.verdict, joined.command = _verdict_and_command(
+        report, last, kept, last_findings, metric_findings, snapshots, user_command
+    )
     failing = [f for f in metric_findings if f.severity != "info"]
     section.bottleneck = _bottleneck(failing[0]) if failing else None
     return joined
@@ -104,8 +116,11 @@ def _log_values(report: Report, last) -> dict[str, Any]:
     values: dict[str, Any] = dict(report.facts)
     if last is not None and last.peak_running_reqs is not None:
         values["peak_running_reqs"] = last.peak_running_reqs
-    busy = [e.values["generation_throughput"] for e in report.events if e.kind == "stats"
-            and e.values.get("running_reqs") and "generation_throughput" in e.values]
+    busy = [
+        e.values["generation_throughput"]
+        for e in report.events
+        if e.kind == "stats" and e.values.get("running_reqs") and "generation_throughput" in e.values
+    ]
     if busy:
         values["log_generation_tok_s"] = round(sum(busy) / len(busy), 1)
         values["log_busy_stats_lines"] = len(busy)
@@ -125,8 +140,13 @@ def _read(reading: Reading) -> MetricsRead:
     releases = matching_releases(reading.snapshot)
     span = None if not releases else releases[0] if len(releases) == 1 else f"{releases[0]} - {releases[-1]}"
     values = {k: v for k, v in reading.figures.items() if isinstance(v, (int, float, bool)) and not isinstance(v, str)}
-    return MetricsRead(source=reading.snapshot.source, read_at=reading.snapshot.read_at.isoformat(timespec="seconds"),
-                       fetched=reading.snapshot.fetched, releases=span, values=values)
+    return MetricsRead(
+        source=reading.snapshot.source,
+        read_at=reading.snapshot.read_at.isoformat(timespec="seconds"),
+        fetched=reading.snapshot.fetched,
+        releases=span,
+        values=values,
+    )
 
 
 def _settle(matches, readings: list[Reading], log_values: dict[str, Any]):
@@ -145,11 +165,16 @@ def _settle(matches, readings: list[Reading], log_values: dict[str, Any]):
     if preempted:
         why = "; ".join(f"{COUNTER} = {n:g} on {source}" for n, source in preempted) + "."
         return matches, [Settled(rule=m.rule.code, outcome="confirmed", why=why) for m in hypotheses]
-    why = (f"{COUNTER} is 0 on " + ", ".join(source for _, source in counted)
-           + ", the same server as the log (same KV cache size): nothing was preempted.")
+    why = (
+        f"{COUNTER} is 0 on "
+        + ", ".join(source for _, source in counted)
+        + ", the same server as the log (same KV cache size): nothing was preempted."
+    )
     withdrawn = {m.rule.code for m in hypotheses}
-    return ([m for m in matches if m.rule.code not in withdrawn],
-            [Settled(rule=code, outcome="withdrawn", why=why) for code in sorted(withdrawn)])
+    return (
+        [m for m in matches if m.rule.code not in withdrawn],
+        [Settled(rule=code, outcome="withdrawn", why=why) for code in sorted(withdrawn)],
+    )
 
 
 def _metric_findings(readings: list[Reading]) -> list[Finding]:
@@ -169,8 +194,10 @@ def _verdict_and_command(report, last, kept, last_findings, metric_findings, sna
     failing = [f for f in last_findings + metric_findings if f.severity != "info" and f.failure != "none"]
     if failing:
         top = failing[0]
-        return (Verdict(phase=top.phase, failure=top.failure, rule=top.rule, line=top.line),
-                corrected_command(last, [top], user_command))
+        return (
+            Verdict(phase=top.phase, failure=top.failure, rule=top.rule, line=top.line),
+            corrected_command(last, [top], user_command),
+        )
     if logged is not None:
         return logged, corrected_command(last, last_findings or metric_findings, user_command)
     phase = "healthy" if snapshots else "unknown"

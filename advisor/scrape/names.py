@@ -1,4 +1,5 @@
 """vLLM's metric names per release (names.json, read from each release's source) and what each one measures."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,11 @@ def release_names(version: str) -> dict[str, str]:
     """{family: type} of one release."""
     order = {v: i for i, v in enumerate(table()["releases"])}
     at = order[version]
-    return {name: entry["type"] for name, entry in table()["metrics"].items()
-            if any(order[first] <= at <= order[last] for first, last in entry["spans"])}
+    return {
+        name: entry["type"]
+        for name, entry in table()["metrics"].items()
+        if any(order[first] <= at <= order[last] for first, last in entry["spans"])
+    }
 
 
 def matching_releases(snapshot: Snapshot) -> list[str]:

@@ -4,6 +4,7 @@ Counters are compared between polls: a finding when preemptions start (M101 over
 recovery when a poll counts none again. The other metric rules are judged on each poll and reported
 once, as the log's findings are; a state read off a gauge (a full cache, a queue) recovers when it clears.
 """
+
 from __future__ import annotations
 
 import queue
@@ -55,11 +56,19 @@ class Comparison:
                 self.reported.add(code)
         for code in [c for c in self.active if c in CLEARING and c not in fired]:
             reported = self.active.pop(code).finding
-            cleared = reported.model_copy(update={
-                "severity": "info", "remediations": [],
-                "message": f"Cleared: the poll at {current.read_at:%H:%M:%S} no longer shows the {reported.name} "
-                           "reported before" + (f" ({context['preemptions']:g} preemptions since the last poll)."
-                                                if code == "M101" and "preemptions" in context else ".")})
+            cleared = reported.model_copy(
+                update={
+                    "severity": "info",
+                    "remediations": [],
+                    "message": f"Cleared: the poll at {current.read_at:%H:%M:%S} no longer shows the {reported.name} "
+                    "reported before"
+                    + (
+                        f" ({context['preemptions']:g} preemptions since the last poll)."
+                        if code == "M101" and "preemptions" in context
+                        else "."
+                    ),
+                }
+            )
             out.append(StreamFinding(self.source, run, cleared, "recovery"))
         return out
 

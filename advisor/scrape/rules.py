@@ -1,4 +1,5 @@
 """Metric rules: rules/metrics/*.toml validated on load, judged over a replica's figures (or the deployment's)."""
+
 from __future__ import annotations
 
 import logging
@@ -81,10 +82,24 @@ def finding(rule: MetricRule, context: dict[str, Any], source: str | None) -> Fi
     for remediation in rule.remediations:
         flags = flag_values(remediation, context)
         if flags is not None:
-            remediations.append(RemediationOut(
-                rank=len(remediations) + 1, title=render(remediation.title, context), flags=flags,
-                why=render(remediation.why, context), tradeoff=render(remediation.tradeoff, context)))
+            remediations.append(
+                RemediationOut(
+                    rank=len(remediations) + 1,
+                    title=render(remediation.title, context),
+                    flags=flags,
+                    why=render(remediation.why, context),
+                    tradeoff=render(remediation.tradeoff, context),
+                )
+            )
     message = render(rule.message, context)
-    return Finding(rule=rule.code, name=rule.name, phase=rule.phase, severity=rule.severity, failure=rule.failure,
-                   evidence="metrics", line=None, message=f"{source}: {message}" if source else message,
-                   remediations=remediations)
+    return Finding(
+        rule=rule.code,
+        name=rule.name,
+        phase=rule.phase,
+        severity=rule.severity,
+        failure=rule.failure,
+        evidence="metrics",
+        line=None,
+        message=f"{source}: {message}" if source else message,
+        remediations=remediations,
+    )

@@ -1,4 +1,5 @@
 """Prometheus text -> a Snapshot of vLLM's samples, parsed with prometheus_client's own text parser."""
+
 from __future__ import annotations
 
 import math
@@ -76,8 +77,9 @@ class Snapshot:
         name = self.family(names)
         if name is None:
             return None
-        found = [s.value for s in self.samples[name] + self.samples.get(name + "_created", [])
-                 if s.name == name + "_created"]
+        found = [
+            s.value for s in self.samples[name] + self.samples.get(name + "_created", []) if s.name == name + "_created"
+        ]
         return min(found) if found else None
 
     def by_label(self, names: tuple[str, ...], label: str) -> dict[str, float]:

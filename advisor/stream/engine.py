@@ -1,4 +1,5 @@
 """Streaming engine: the batch grammar, timeline and rules fed one line at a time, emitting findings once per run."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,13 @@ class StreamFinding:
         return self.event == "retraction"
 
     def to_dict(self) -> dict:
-        return {"schema": FINDING_SCHEMA, "event": self.event, "source": self.source, "run": self.run,
-                **self.finding.model_dump()}
+        return {
+            "schema": FINDING_SCHEMA,
+            "event": self.event,
+            "source": self.source,
+            "run": self.run,
+            **self.finding.model_dump(),
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))
@@ -171,8 +177,13 @@ class StreamEngine:
         # A fallback ("the engine failed to start") is only right when nothing more specific follows, and
         # vLLM prints "EngineCore failed to start." before the traceback that names the cause: fallbacks
         # wait for the whole-run judgement at the end of the run, at finish() or at flush().
-        rules = tuple(r for r in self._rules if (r.code not in self._seen or r.code in self._recovered)
-                      and not r.fallback and kinds.intersection(r.event))
+        rules = tuple(
+            r
+            for r in self._rules
+            if (r.code not in self._seen or r.code in self._recovered)
+            and not r.fallback
+            and kinds.intersection(r.event)
+        )
         if not rules:
             return []
         run.events = place(run)
@@ -193,12 +204,18 @@ class StreamEngine:
         """
         candidates = matches if final else list(self._active.values()) + matches
         kept = {m.rule.code: m for m in without_superseded(candidates)}
-        out = [StreamFinding(self.source, self._run.index, finding(m), "retraction")
-               for code, m in self._active.items() if code not in kept]
+        out = [
+            StreamFinding(self.source, self._run.index, finding(m), "retraction")
+            for code, m in self._active.items()
+            if code not in kept
+        ]
         # A state that cleared and came back is news again; the whole-run judgement only restates it.
         again = set() if final else self._recovered & {m.rule.code for m in matches}
-        out += [StreamFinding(self.source, self._run.index, finding(m))
-                for code, m in kept.items() if code not in self._seen or code in again]
+        out += [
+            StreamFinding(self.source, self._run.index, finding(m))
+            for code, m in kept.items()
+            if code not in self._seen or code in again
+        ]
         self._seen |= kept.keys()
         self._recovered -= again
         self._active = kept
@@ -208,8 +225,11 @@ class StreamEngine:
     def _recoveries(self, facts: list[Fact]) -> list[StreamFinding]:
         """A stats line showing no request waiting and room in the cache clears the reported degradations."""
         stats = next((f for f in reversed(facts) if f.kind == "stats"), None)
-        if stats is None or stats.values.get("waiting_reqs", 1) > 0 \
-                or stats.values.get("kv_cache_usage_pct", 100.0) >= RECOVERED_BELOW_PCT:
+        if (
+            stats is None
+            or stats.values.get("waiting_reqs", 1) > 0
+            or stats.values.get("kv_cache_usage_pct", 100.0) >= RECOVERED_BELOW_PCT
+        ):
             return []
         out = []
         for code, match in self._active.items():
@@ -218,10 +238,13 @@ class StreamEngine:
             if match.event.kind == "stats" and _engine(match.event.fact) != _engine(stats):
                 continue  # one engine of several (data parallel) emptying its queue says nothing of the others
             reported = finding(match)
-            message = (f"Cleared: KV cache usage {stats.values['kv_cache_usage_pct']:g}% and no request waiting, "
-                       f"after the {reported.name} reported at line {reported.line}.")
-            cleared = reported.model_copy(update={"line": stats.line, "severity": "info", "message": message,
-                                                  "remediations": []})
+            message = (
+                f"Cleared: KV cache usage {stats.values['kv_cache_usage_pct']:g}% and no request waiting, "
+                f"after the {reported.name} reported at line {reported.line}."
+            )
+            cleared = reported.model_copy(
+                update={"line": stats.line, "severity": "info", "message": message, "remediations": []}
+            )
             out.append(StreamFinding(self.source, self._run.index, cleared, "recovery"))
             self._recovered.add(code)
         return out

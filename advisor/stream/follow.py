@@ -1,4 +1,5 @@
-"""vllm-advisor follow [FILE]: like `tail -F`, stream a growing log through the engine and print findings as they happen."""
+"""vllm-advisor follow [FILE]: like `tail -F`, a growing log read through the engine, findings printed as they come."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,21 +26,39 @@ TRUNCATION_PROBE = 64
 
 
 def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="vllm-advisor follow",
-                                description="Follow a vLLM log (across rotation and truncation) or stdin; "
-                                            "print each finding once, as soon as it is decidable.")
+    p = OneLineParser(
+        prog="vllm-advisor follow",
+        description="Follow a vLLM log (across rotation and truncation) or stdin; "
+        "print each finding once, as soon as it is decidable.",
+    )
     p.add_argument("file", nargs="?", default="-", help="the log to follow; '-' or none for stdin")
-    p.add_argument("--format", choices=("ndjson", "text"), default=None,
-                   help="one JSON object per finding per line, or one human line (default: text on a terminal)")
+    p.add_argument(
+        "--format",
+        choices=("ndjson", "text"),
+        default=None,
+        help="one JSON object per finding per line, or one human line (default: text on a terminal)",
+    )
     start = p.add_mutually_exclusive_group()
-    start.add_argument("--from-start", dest="from_start", action="store_true", default=True,
-                       help="read what the file already holds first, as batch mode would (the default)")
-    start.add_argument("--from-end", dest="from_start", action="store_false",
-                       help="skip what the file already holds, like tail -F -n 0")
+    start.add_argument(
+        "--from-start",
+        dest="from_start",
+        action="store_true",
+        default=True,
+        help="read what the file already holds first, as batch mode would (the default)",
+    )
+    start.add_argument(
+        "--from-end",
+        dest="from_start",
+        action="store_false",
+        help="skip what the file already holds, like tail -F -n 0",
+    )
     p.add_argument("--metrics-port", type=int, help="serve Prometheus text format on GET /metrics at this port")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address to serve metrics on (default: loopback)")
-    p.add_argument("--metrics-url", help="poll this vLLM server's /metrics (http or https) while following; "
-                                         "a finding when preemptions start, a recovery when they stop")
+    p.add_argument(
+        "--metrics-url",
+        help="poll this vLLM server's /metrics (http or https) while following; "
+        "a finding when preemptions start, a recovery when they stop",
+    )
     p.add_argument("--interval", default="15s", help="time between polls of --metrics-url (default 15s)")
     return p
 
@@ -79,9 +98,14 @@ def _poller(url: str, interval: str, run: Callable[[], int]):
     return Poller(url, seconds, run).start()
 
 
-def follow(chunks: Iterable[bytes | None], engine: StreamEngine, out: TextIO, fmt: str,
-           counters: metrics.FollowCounters | None = None,
-           polled: Callable[[], list[StreamFinding]] | None = None) -> None:
+def follow(
+    chunks: Iterable[bytes | None],
+    engine: StreamEngine,
+    out: TextIO,
+    fmt: str,
+    counters: metrics.FollowCounters | None = None,
+    polled: Callable[[], list[StreamFinding]] | None = None,
+) -> None:
     """Feed bytes (None: nothing new yet) to the engine; write each finding as it comes, and what the metrics
     poller found meanwhile; finish at the end."""
     last_data, judged = time.monotonic(), True

@@ -1,4 +1,5 @@
 """Prometheus counters of a follow session, served as text format on GET /metrics from a background thread."""
+
 from __future__ import annotations
 
 import threading
@@ -35,30 +36,45 @@ class FollowCounters:
 
     def exposition(self) -> str:
         with self._lock:
-            out = ["# HELP vllm_advisor_lines_read_total Log lines read.",
-                   "# TYPE vllm_advisor_lines_read_total counter",
-                   f"vllm_advisor_lines_read_total {self.lines_read}",
-                   "# HELP vllm_advisor_findings_total Findings reported, by rule and severity.",
-                   "# TYPE vllm_advisor_findings_total counter"]
-            out += [f"vllm_advisor_findings_total{_labels(rule=r, severity=s)} {n}"
-                    for (r, s), n in sorted(self.findings.items())]
-            out += ["# HELP vllm_advisor_findings_retracted_total Findings withdrawn because a later one superseded them.",
-                    "# TYPE vllm_advisor_findings_retracted_total counter"]
-            out += [f"vllm_advisor_findings_retracted_total{_labels(rule=r, severity=s)} {n}"
-                    for (r, s), n in sorted(self.retractions.items())]
-            out += ["# HELP vllm_advisor_recoveries_total Reported degradations that cleared, by rule.",
-                    "# TYPE vllm_advisor_recoveries_total counter"]
+            out = [
+                "# HELP vllm_advisor_lines_read_total Log lines read.",
+                "# TYPE vllm_advisor_lines_read_total counter",
+                f"vllm_advisor_lines_read_total {self.lines_read}",
+                "# HELP vllm_advisor_findings_total Findings reported, by rule and severity.",
+                "# TYPE vllm_advisor_findings_total counter",
+            ]
+            out += [
+                f"vllm_advisor_findings_total{_labels(rule=r, severity=s)} {n}"
+                for (r, s), n in sorted(self.findings.items())
+            ]
+            out += [
+                "# HELP vllm_advisor_findings_retracted_total Findings withdrawn because a later one superseded them.",
+                "# TYPE vllm_advisor_findings_retracted_total counter",
+            ]
+            out += [
+                f"vllm_advisor_findings_retracted_total{_labels(rule=r, severity=s)} {n}"
+                for (r, s), n in sorted(self.retractions.items())
+            ]
+            out += [
+                "# HELP vllm_advisor_recoveries_total Reported degradations that cleared, by rule.",
+                "# TYPE vllm_advisor_recoveries_total counter",
+            ]
             out += [f"vllm_advisor_recoveries_total{_labels(rule=r)} {n}" for r, n in sorted(self.recoveries.items())]
-            out += ["# HELP vllm_advisor_last_verdict The current verdict of each run (always 1).",
-                    "# TYPE vllm_advisor_last_verdict gauge"]
-            out += [f"vllm_advisor_last_verdict{_labels(run=str(run), phase=v.phase, failure=v.failure)} 1"
-                    for run, v in sorted(self.verdicts.items())]
+            out += [
+                "# HELP vllm_advisor_last_verdict The current verdict of each run (always 1).",
+                "# TYPE vllm_advisor_last_verdict gauge",
+            ]
+            out += [
+                f"vllm_advisor_last_verdict{_labels(run=str(run), phase=v.phase, failure=v.failure)} 1"
+                for run, v in sorted(self.verdicts.items())
+            ]
         return "\n".join(out) + "\n"
 
 
 def _labels(**labels: str) -> str:
-    escaped = (f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-               for k, v in labels.items())
+    escaped = (
+        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"' for k, v in labels.items()
+    )
     return "{" + ",".join(escaped) + "}"
 
 

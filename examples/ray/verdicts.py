@@ -6,6 +6,7 @@ Ray reads the files and spreads them over the cluster; each worker runs the advi
 on a log's bytes. Nothing here is specific to Ray but the three calls: Spark's
 `sc.binaryFiles(src).map(lambda item: verdict(item[0], item[1]))` does the same.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,9 +20,15 @@ def verdict(path: str, data: bytes) -> dict:
     """One log's row: where it is, what the advisor says of it, and its whole report."""
     report = analyze(data, name=path)
     top = report.findings[0] if report.findings else None
-    return {"path": path, "phase": report.verdict.phase, "failure": report.verdict.failure,
-            "rule": report.verdict.rule, "change": report.command.change_args or report.command.corrected,
-            "message": top.message if top else None, "report": report.to_json()}
+    return {
+        "path": path,
+        "phase": report.verdict.phase,
+        "failure": report.verdict.failure,
+        "rule": report.verdict.rule,
+        "change": report.command.change_args or report.command.corrected,
+        "message": top.message if top else None,
+        "report": report.to_json(),
+    }
 
 
 def verdicts(source: str) -> ray.data.Dataset:

@@ -1,4 +1,5 @@
 """The report invariants every input must keep, hostile or not: shared by the robustness tests."""
+
 from __future__ import annotations
 
 import json

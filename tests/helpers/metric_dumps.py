@@ -1,4 +1,5 @@
 """Real /metrics dumps of fixtures/live, edited minimally in memory (fixtures/metrics/README.md says how)."""
+
 from __future__ import annotations
 
 import re

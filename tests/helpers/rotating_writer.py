@@ -8,6 +8,7 @@ new launch, a new run), and every EVERY lines rotates PATH the way MODE says:
 - truncate: copytruncate, the writer paused before the copy (what a copy-then-truncate can keep exact).
 Opened in append mode, as logging.FileHandler does, so writes after a truncation go to the new end.
 """
+
 from __future__ import annotations
 
 import os

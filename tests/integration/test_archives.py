@@ -1,4 +1,5 @@
 """Archived logs at scale: a folder on one machine (its logs read in parallel), a bucket with Ray."""
+
 from __future__ import annotations
 
 import gzip
@@ -61,8 +62,12 @@ def test_the_ray_example_judges_a_folder_as_the_cli_does(archive):
     from verdicts import verdicts
 
     # Ray's workers import the example as this process does (on a cluster: runtime_env's py_modules).
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT / "examples" / "ray")}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT / "examples" / "ray")}},
+    )
     try:
         rows = verdicts(str(archive)).take_all()
     finally:

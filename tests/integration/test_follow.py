@@ -1,4 +1,5 @@
 """`vllm-advisor follow`: findings as they happen from stdin or a file that is rotated and truncated."""
+
 from __future__ import annotations
 
 import io
@@ -34,8 +35,9 @@ class Collected(io.StringIO):
 
 def start_following(path, stop: threading.Event, from_start: bool = True) -> tuple[Collected, threading.Thread]:
     out = Collected()
-    thread = threading.Thread(target=follow, args=(file_chunks(str(path), from_start, stop),
-                                                   StreamEngine(str(path)), out, "ndjson"))
+    thread = threading.Thread(
+        target=follow, args=(file_chunks(str(path), from_start, stop), StreamEngine(str(path)), out, "ndjson")
+    )
     thread.start()
     return out, thread
 

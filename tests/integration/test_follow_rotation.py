@@ -1,5 +1,6 @@
 """No loss: a writer process rotates, removes or truncates the log while `vllm-advisor follow` reads it;
 every line written is read exactly once, and each launch's finding sits on the line it was written to."""
+
 from __future__ import annotations
 
 import json
@@ -32,15 +33,18 @@ def test_every_line_read_once_across_rotation(tmp_path, mode):
     launch = fixture_path("088")
     per_launch = launch.read_bytes().count(b"\n")
     total, log, port = per_launch * LAUNCHES, tmp_path / "vllm.log", free_port()
-    follower = subprocess.Popen(ADVISOR + ["follow", str(log), "--format", "ndjson", "--metrics-port", str(port)],
-                                preexec_fn=sigint_default,
-                                stdout=subprocess.PIPE)
+    follower = subprocess.Popen(
+        ADVISOR + ["follow", str(log), "--format", "ndjson", "--metrics-port", str(port)],
+        preexec_fn=sigint_default,
+        stdout=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while lines_read(port) is None and time.monotonic() < deadline:  # following before the first line
             time.sleep(0.1)
-        writer = subprocess.run([sys.executable, str(WRITER), str(log), mode, str(launch), str(LAUNCHES), str(EVERY)],
-                                timeout=60)
+        writer = subprocess.run(
+            [sys.executable, str(WRITER), str(log), mode, str(launch), str(LAUNCHES), str(EVERY)], timeout=60
+        )
         assert writer.returncode == 0
         deadline, read = time.monotonic() + 15, None
         while read != total and time.monotonic() < deadline:

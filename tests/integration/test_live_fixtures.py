@@ -1,5 +1,6 @@
 """Logs captured from live vLLM runs (fixtures/live for 0.32.0, fixtures/live/vX.Y.Z for other
 releases): each classified as its scenario says."""
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,13 @@ def analyze_capture(name: str):
     return analyze(sources.lines(sources.read_chunks(str(path))), path.name, None)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[n])) if n in KNOWN_WRONG else n
-    for n in CAPTURES])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[n])) if n in KNOWN_WRONG else n
+        for n in CAPTURES
+    ],
+)
 def test_live_scenario_is_classified_as_captured(name):
     label = json.loads((LIVE / f"{name}.json").read_text())["label"]
     verdict = analyze_capture(name).verdict
@@ -51,8 +56,16 @@ def test_capture_records_its_ground_truth(name):
         assert record["preemptions"] is not None
 
 
-ORIGINAL_0320 = {"kv-shortfall", "healthy", "preemption", "preemption-snapshot", "max-len-exceeds-model",
-                 "tp-invalid", "port-in-use", "request-too-long"}
+ORIGINAL_0320 = {
+    "kv-shortfall",
+    "healthy",
+    "preemption",
+    "preemption-snapshot",
+    "max-len-exceeds-model",
+    "tp-invalid",
+    "port-in-use",
+    "request-too-long",
+}
 
 
 def test_all_seven_scenarios_are_present():

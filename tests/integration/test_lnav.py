@@ -1,4 +1,5 @@
 """The shipped lnav format, loaded by a real lnav: its samples pass lnav's check and corpus lines of every era parse."""
+
 from __future__ import annotations
 
 import json
@@ -39,11 +40,17 @@ def lnav(tmp_path_factory):
     subprocess.run([binary, "-i", str(FORMAT)], env=env, check=True, capture_output=True, timeout=60)
 
     def query(sql: str, path) -> list[dict]:
-        done = subprocess.run([binary, "-n", "-c", f";{sql}", "-c", ":write-json-to -", str(path)],
-                              env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [binary, "-n", "-c", f";{sql}", "-c", ":write-json-to -", str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         # A sample that no pattern matches, or any other format error, is reported here and fails the run.
         assert done.returncode == 0 and not done.stderr, done.stderr
         return json.loads(done.stdout)
+
     return query
 
 
@@ -67,8 +74,13 @@ def test_colour_codes_are_read_through(lnav, tmp_path):
     # vLLM on a terminal colours the process tag and the level; lnav matches the format on the plain text.
     plain = fixture_path("088").read_bytes().split(b"\n")
     coloured = tmp_path / "coloured.log"
-    coloured.write_bytes(b"\x1b[36m" + plain[34].replace(b") ", b")\x1b[0m ", 1) + b"\n"
-                         + plain[88].replace(b"ERROR", b"\x1b[31mERROR\x1b[0m", 1) + b"\n")
+    coloured.write_bytes(
+        b"\x1b[36m"
+        + plain[34].replace(b") ", b")\x1b[0m ", 1)
+        + b"\n"
+        + plain[88].replace(b"ERROR", b"\x1b[31mERROR\x1b[0m", 1)
+        + b"\n"
+    )
     rows = lnav(f"SELECT {FIELDS} FROM vllm_log", coloured)
     for row in rows:
         row["log_time"] = row["log_time"][5:19]

@@ -1,4 +1,5 @@
 """`vllm-advisor plan` as a user runs it: its outputs, weights from safetensors headers, one-line errors."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ CONFIGS = FIXTURES / "plan/configs"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor", "plan", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", "plan", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
 
 
 def one_line_error(done: subprocess.CompletedProcess, says: str) -> None:
@@ -62,15 +64,16 @@ def test_json_output_has_figures_with_formulas_and_sources():
     document = json.loads(done.stdout)
     tokens = document["figures"]["KV cache tokens"]
     assert tokens["value"] > 0 and "max model length" in tokens["formula"]
-    assert document["figures"]["KV cache budget per GPU"]["value"] == 4 * 1024 ** 3
+    assert document["figures"]["KV cache budget per GPU"]["value"] == 4 * 1024**3
     assert {i["source"] for i in document["inputs"]} <= {"read", "given", "assumed", "estimated"}
     assert document["layer_kinds"] == ["sliding"] * 32
 
 
 def test_weights_are_read_from_safetensors_headers_exactly(tmp_path):
     shutil.copy(CONFIGS / "llama-3.1-8b/config.json", tmp_path)
-    first = write_safetensors(tmp_path / "model-00001-of-00002.safetensors",
-                              {"embed": ("BF16", [1000, 64], 2), "norm": ("F32", [64], 4)})
+    first = write_safetensors(
+        tmp_path / "model-00001-of-00002.safetensors", {"embed": ("BF16", [1000, 64], 2), "norm": ("F32", [64], 4)}
+    )
     second = write_safetensors(tmp_path / "model-00002-of-00002.safetensors", {"head": ("BF16", [64, 1000], 2)})
     document = json.loads(run(str(tmp_path), "--kv-cache-memory-bytes", "1GiB", "-tp", "2", "--format", "json").stdout)
     weights = document["figures"]["weights per GPU"]
@@ -84,20 +87,23 @@ def test_a_file_that_is_not_safetensors_is_one_line(tmp_path):
     one_line_error(run(str(tmp_path), "--kv-cache-memory-bytes", "1GiB"), "not a safetensors file")
 
 
-@pytest.mark.parametrize("args, says", [
-    (["/nonexistent/model"], "no such folder"),
-    ([str(CONFIGS / "llama-3.1-8b/config.json")], "not a folder"),
-    ([str(FIXTURES / "plan")], "no config.json"),
-    ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "-tp", "3"], "does not divide the 32 attention heads"),
-    ([str(CONFIGS / "llama-3.1-8b"), "--gpu-memory", "80XB"], "not a size"),
-    ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "tpu-v9"], "unknown --gpu"),
-    ([str(CONFIGS / "llama-3.1-8b")], "give the GPU's memory"),
-    ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--max-model-len", "0"], "must be a positive"),
-    ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--gpu-memory-utilization", "1.5"], "must be in (0, 1]"),
-    ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--kv-cache-dtype", "int3"], "--kv-cache-dtype"),
-    ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--gpu-memory", "8GiB"], "not allowed with"),
-    ([], "MODEL_DIR"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["/nonexistent/model"], "no such folder"),
+        ([str(CONFIGS / "llama-3.1-8b/config.json")], "not a folder"),
+        ([str(FIXTURES / "plan")], "no config.json"),
+        ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "-tp", "3"], "does not divide the 32 attention heads"),
+        ([str(CONFIGS / "llama-3.1-8b"), "--gpu-memory", "80XB"], "not a size"),
+        ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "tpu-v9"], "unknown --gpu"),
+        ([str(CONFIGS / "llama-3.1-8b")], "give the GPU's memory"),
+        ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--max-model-len", "0"], "must be a positive"),
+        ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--gpu-memory-utilization", "1.5"], "must be in (0, 1]"),
+        ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--kv-cache-dtype", "int3"], "--kv-cache-dtype"),
+        ([str(CONFIGS / "llama-3.1-8b"), "--gpu", "rtx-3090", "--gpu-memory", "8GiB"], "not allowed with"),
+        ([], "MODEL_DIR"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, says):
     one_line_error(run(*args), says)
 

@@ -1,4 +1,5 @@
 """plan against what vLLM 0.32 printed for tiny models of each architecture (fixtures/plan, captured live)."""
+
 from __future__ import annotations
 
 import sys
@@ -14,8 +15,15 @@ CASES = plan_table.cases()
 
 def test_every_architecture_is_captured():
     architectures = {case["architecture"] for case in CASES}
-    assert {"llama-mha", "llama-gqa", "llama-mqa", "mistral-sliding", "gemma2-interleaved", "deepseek-v2-mla",
-            "jamba-hybrid"} <= architectures
+    assert {
+        "llama-mha",
+        "llama-gqa",
+        "llama-mqa",
+        "mistral-sliding",
+        "gemma2-interleaved",
+        "deepseek-v2-mla",
+        "jamba-hybrid",
+    } <= architectures
     assert {case["case"] for case in CASES} == {"fits", "too-long"}
 
 

@@ -1,4 +1,5 @@
 """The pre-commit hook, end to end: the real pre-commit installs this repository at HEAD and runs it on real logs."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,15 @@ def git(cwd: Path, *args: str) -> str:
 def pre_commit(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     # The hook's environment is built under `home`, so the test never reuses a stale install.
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "pre_commit", *args], check=False, cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.fixture
@@ -40,7 +48,8 @@ def test_hook_fails_on_a_failing_log_and_passes_on_a_healthy_one(git_installed, 
     git(project, "config", "user.name", "vllm-advisor test")
     git(project, "config", "user.email", "test@vllm-advisor.invalid")
     (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {REPOSITORY}\n    rev: {rev}\n    hooks:\n      - id: vllm-advisor\n")
+        f"repos:\n  - repo: {REPOSITORY}\n    rev: {rev}\n    hooks:\n      - id: vllm-advisor\n"
+    )
     failing, healthy = fixture_path("088"), fixture_path("062")
     shutil.copy(failing, project / failing.name)
     shutil.copy(healthy, project / healthy.name)

@@ -1,4 +1,5 @@
 """A real rsyslogd with the shipped example configuration pipes a vLLM log to `vllm-advisor follow` (omprog)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -24,23 +25,30 @@ def test_kv_cache_finding_reaches_the_output_file(rsyslogd, tmp_path):
     assert advisor.exists(), advisor
     config = tmp_path / "rsyslog.conf"
     # Its own work directory (imfile's state files), so the test never touches the system's rsyslog.
-    config.write_text(f'global(workDirectory="{work}")\n' + EXAMPLE.read_text()
-                      .replace("/opt/vllm-advisor/venv/bin/vllm-advisor", str(advisor))
-                      .replace("/var/log/vllm/vllm.log", str(log))
-                      .replace("/var/log/vllm/findings.jsonl", str(out)))
+    config.write_text(
+        f'global(workDirectory="{work}")\n'
+        + EXAMPLE.read_text()
+        .replace("/opt/vllm-advisor/venv/bin/vllm-advisor", str(advisor))
+        .replace("/var/log/vllm/vllm.log", str(log))
+        .replace("/var/log/vllm/findings.jsonl", str(out))
+    )
     check = subprocess.run([rsyslogd, "-N1", "-f", str(config)], capture_output=True, text=True, timeout=30)
     assert check.returncode == 0 and "error" not in check.stderr.lower(), check.stderr
     console = tmp_path / "rsyslogd.out"
     with console.open("w") as output:
-        daemon = subprocess.Popen([rsyslogd, "-n", "-f", str(config), "-i", str(tmp_path / "rsyslogd.pid")],
-                                  stdout=output, stderr=subprocess.STDOUT)
+        daemon = subprocess.Popen(
+            [rsyslogd, "-n", "-f", str(config), "-i", str(tmp_path / "rsyslogd.pid")],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
     try:
         with open(log, "ab") as handle:  # a real failing launch, written the way vLLM writes it
             for line in fixture_path("088").open("rb"):
                 handle.write(line)
                 handle.flush()
-        assert wait_for(lambda: any(f["rule"] == "S101" for f in json_lines(out)) or daemon.poll() is not None, 15), \
+        assert wait_for(lambda: any(f["rule"] == "S101" for f in json_lines(out)) or daemon.poll() is not None, 15), (
             json_lines(out)
+        )
         assert daemon.poll() is None, console.read_text()
     finally:
         daemon.terminate()  # omprog then closes the advisor's stdin and waits for it to exit

@@ -1,5 +1,6 @@
 """follow --metrics-url: counters compared between polls, a finding when preemptions start, a recovery when
 they stop, beside the log's own findings."""
+
 from __future__ import annotations
 
 import http.server
@@ -52,13 +53,30 @@ def test_follow_polls_a_server_while_it_follows_the_log(tmp_path):
     url = f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
     out = tmp_path / "findings.ndjson"
     with open(out, "w") as sink:
-        follow = subprocess.Popen([sys.executable, "-m", "advisor", "follow", "--format", "ndjson",
-                                   "--metrics-url", url, "--interval", "0.5s",
-                                   str(FIXTURES / "live" / "v0.29.0" / "preemption.log")],
-                                  stdout=sink, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        follow = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "advisor",
+                "follow",
+                "--format",
+                "ndjson",
+                "--metrics-url",
+                url,
+                "--interval",
+                "0.5s",
+                str(FIXTURES / "live" / "v0.29.0" / "preemption.log"),
+            ],
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         try:
+
             def events() -> list[tuple[str, str]]:
                 return [(r["event"], r["rule"]) for r in map(json.loads, out.read_text().splitlines())]
+
             assert wait_for(lambda: ("recovery", "M101") in events(), 120), events()
         finally:
             follow.terminate()

@@ -1,5 +1,6 @@
 """The log's preemption inferences settled by /metrics, and `--metrics` on the command line: sources,
 bad input, safety."""
+
 from __future__ import annotations
 
 import http.server
@@ -55,8 +56,12 @@ def test_metrics_of_another_server_settle_nothing():
 
 
 def test_log_only_report_has_no_metrics_section():
-    out = subprocess.run([sys.executable, "-m", "advisor", "--format", "json", str(LIVE / "healthy.log")],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "advisor", "--format", "json", str(LIVE / "healthy.log")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert "metrics" not in json.loads(out.stdout)
 
 
@@ -94,17 +99,29 @@ def server():
         time.sleep(3)
         return dump
 
-    made = Server({"/metrics": (200, {}, dump), "/html": (200, {}, b"<html><body>login</body></html>"),
-                   "/broken": (500, {}, b"oops"), "/to-file": (302, {"Location": "file:///etc/passwd"}, b""),
-                   "/moved": (301, {"Location": "/metrics"}, b""), "/slow": (200, {}, slow),
-                   "/huge": (200, {}, b"# " + b"x" * (MAX_BYTES + 10))})
+    made = Server(
+        {
+            "/metrics": (200, {}, dump),
+            "/html": (200, {}, b"<html><body>login</body></html>"),
+            "/broken": (500, {}, b"oops"),
+            "/to-file": (302, {"Location": "file:///etc/passwd"}, b""),
+            "/moved": (301, {"Location": "/metrics"}, b""),
+            "/slow": (200, {}, slow),
+            "/huge": (200, {}, b"# " + b"x" * (MAX_BYTES + 10)),
+        }
+    )
     yield made
     made.close()
 
 
 def advisor(*args, timeout=300):  # the shared machine can be slow to start Python
-    return subprocess.run([sys.executable, "-m", "advisor", "--format", "json", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", "--format", "json", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
 
 
 def test_url_source_is_fetched_and_credentials_never_shown(server):
@@ -120,12 +137,15 @@ def test_redirect_within_http_is_followed(server):
     assert parse(read(server.url + "/moved")).total(("vllm:num_preemptions",)) == 14
 
 
-@pytest.mark.parametrize("path, says", [
-    ("/html", "not Prometheus text: line 1: '<html><body>login</body></html>'"),
-    ("/broken", "HTTP 500 Internal Server Error"),
-    ("/to-file", "redirected to another scheme; not followed"),
-    ("/huge", "larger than the 64 MiB cap for a metrics dump; not read"),
-])
+@pytest.mark.parametrize(
+    "path, says",
+    [
+        ("/html", "not Prometheus text: line 1: '<html><body>login</body></html>'"),
+        ("/broken", "HTTP 500 Internal Server Error"),
+        ("/to-file", "redirected to another scheme; not followed"),
+        ("/huge", "larger than the 64 MiB cap for a metrics dump; not read"),
+    ],
+)
 def test_bad_source_is_one_line_and_the_log_analysis_goes_on(server, path, says):
     log = LIVE / "v0.29.0" / "preemption.log"
     done = advisor("--metrics", server.url + path, str(log))
@@ -144,8 +164,14 @@ def test_timeout_and_unreachable(server):
     assert done.returncode == 2 and done.stderr.startswith("vllm-advisor: http://127.0.0.1:9/metrics: unreachable")
 
 
-@pytest.mark.parametrize("source, says", [("/nonexistent.txt", "no such file"), ("/tmp", "is a directory"),
-                                          ("file:///etc/passwd", "only http and https URLs are fetched")])
+@pytest.mark.parametrize(
+    "source, says",
+    [
+        ("/nonexistent.txt", "no such file"),
+        ("/tmp", "is a directory"),
+        ("file:///etc/passwd", "only http and https URLs are fetched"),
+    ],
+)
 def test_bad_file_or_scheme(source, says):
     done = advisor("--metrics", source)
     assert done.returncode == 2 and says in done.stderr
@@ -169,10 +195,22 @@ def test_not_a_vllm_metrics_dump(tmp_path):
 
 
 def test_replicas_repeat_the_option_and_text_shows_the_bottleneck():
-    done = subprocess.run([sys.executable, "-m", "advisor", "--format", "text",
-                           "--metrics", str(LIVE / "v0.26.0" / "healthy-cache-full.metrics.txt"),
-                           "--metrics", str(LIVE / "v0.26.0" / "healthy.metrics.txt")],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisor",
+            "--format",
+            "text",
+            "--metrics",
+            str(LIVE / "v0.26.0" / "healthy-cache-full.metrics.txt"),
+            "--metrics",
+            str(LIVE / "v0.26.0" / "healthy.metrics.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     assert "Likely bottleneck (from /metrics): load spread unevenly over the replicas (M110" in done.stdout
     assert done.stdout.count("Metrics read:") == 2
@@ -200,8 +238,10 @@ def test_joined_report_keeps_the_shipped_report_schema():
     import jsonschema
 
     schema = json.loads((ROOT / "advisor" / "report" / "schemas" / "report.json").read_text())
-    for log, dump in ((LIVE / "v0.29.0" / "preemption.log", LIVE / "v0.29.0" / "preemption.metrics.txt"),
-                      (LIVE / "preemption-snapshot.log", LIVE / "healthy-cache-full.metrics.txt")):
+    for log, dump in (
+        (LIVE / "v0.29.0" / "preemption.log", LIVE / "v0.29.0" / "preemption.metrics.txt"),
+        (LIVE / "preemption-snapshot.log", LIVE / "healthy-cache-full.metrics.txt"),
+    ):
         jsonschema.Draft202012Validator(schema).validate(json.loads(joined(log, dump).to_json()))
     alone = join(None, None, [parse(read(str(LIVE / "v0.26.0" / "preemption.metrics.txt")))], [])
     jsonschema.Draft202012Validator(schema).validate(json.loads(alone.to_json()))

@@ -1,4 +1,5 @@
 """A real syslog-ng with the shipped example configuration feeds a vLLM log to the advisor's Python destination."""
+
 from __future__ import annotations
 
 import os
@@ -20,14 +21,27 @@ def test_kv_cache_finding_reaches_the_output(syslog_ng, tmp_path):
     log, out = tmp_path / "vllm.log", tmp_path / "findings.jsonl"
     log.touch()
     config = tmp_path / "syslog-ng.conf"
-    config.write_text(EXAMPLE.read_text().replace("/var/log/vllm/vllm.log", str(log))
-                      .replace("/var/log/vllm/findings.jsonl", str(out)))
+    config.write_text(
+        EXAMPLE.read_text()
+        .replace("/var/log/vllm/vllm.log", str(log))
+        .replace("/var/log/vllm/findings.jsonl", str(out))
+    )
     # syslog-ng runs its own Python (Debian's): it needs the advisor and its dependencies on its path.
     python_path = os.pathsep.join([str(ROOT), *site.getsitepackages()])
     daemon = subprocess.Popen(
-        [syslog_ng, "-F", "-f", str(config), f"--persist-file={tmp_path / 'p.persist'}",
-         f"--pidfile={tmp_path / 'pid'}", f"--control={tmp_path / 'ctl'}"],
-        env={**os.environ, "PYTHONPATH": python_path}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            syslog_ng,
+            "-F",
+            "-f",
+            str(config),
+            f"--persist-file={tmp_path / 'p.persist'}",
+            f"--pidfile={tmp_path / 'pid'}",
+            f"--control={tmp_path / 'ctl'}",
+        ],
+        env={**os.environ, "PYTHONPATH": python_path},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         assert wait_for(lambda: out.exists() or daemon.poll() is not None, 15), "the destination never opened"
         assert daemon.poll() is None, daemon.stdout.read().decode()

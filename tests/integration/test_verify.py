@@ -1,4 +1,5 @@
 """verify without a server: what it would run, what it refuses, and how it says it could not run."""
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,15 @@ def test_the_served_model_name_is_what_requests_ask_for():
     assert model == "tiny"
 
 
-@pytest.mark.parametrize("argv", [
-    ["bash", "-c", "vllm serve m"],
-    ["python", "-m", "http.server"],
-    ["vllm", "serve"],
-    ["vllm", "serve", "--max-model-len", "10"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bash", "-c", "vllm serve m"],
+        ["python", "-m", "http.server"],
+        ["vllm", "serve"],
+        ["vllm", "serve", "--max-model-len", "10"],
+    ],
+)
 def test_anything_but_vllm_serve_is_refused(argv):
     with pytest.raises(launch.CannotRun):
         launch.server_args(argv)
@@ -48,10 +52,21 @@ def test_the_log_corrected_command_is_the_one_checked():
 
 
 def test_the_module_entry_point_is_run_with_a_local_copy_of_the_model():
-    argv = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/models/tiny", "--port", "8000",
-            "--max-model-len", "2560"]
-    assert launch.server_args(argv, "/home/me/tiny") == (["--model", "/home/me/tiny", "--max-model-len", "2560"],
-                                                       "/home/me/tiny")
+    argv = [
+        "python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "/models/tiny",
+        "--port",
+        "8000",
+        "--max-model-len",
+        "2560",
+    ]
+    assert launch.server_args(argv, "/home/me/tiny") == (
+        ["--model", "/home/me/tiny", "--max-model-len", "2560"],
+        "/home/me/tiny",
+    )
 
 
 def test_a_healthy_log_checks_its_own_command():
@@ -71,14 +86,15 @@ def test_the_ladder_stays_below_the_model_limit_and_steps_sequences_up():
 def test_the_ladder_raises_the_knob_the_fix_changed():
     original = ["vllm", "serve", "m", "--max-num-seqs", "8"]
     assert ladder.ladder_knob(original, ["vllm", "serve", "m", "--max-num-seqs", "4"]) == "--max-num-seqs"
-    assert ladder.ladder_knob(original, ["vllm", "serve", "m", "--max-num-seqs", "8", "--max-model-len", "9"]) \
+    assert (
+        ladder.ladder_knob(original, ["vllm", "serve", "m", "--max-num-seqs", "8", "--max-model-len", "9"])
         == "--max-model-len"
+    )
 
 
 def test_a_batch_is_measured_as_latency_percentiles_and_total_tokens_per_second():
     result = launch.Round(command="vllm serve m", outcome="fixed")
-    answers = [server.Completion(200, "", first, 64, 2.0 * (i + 1), 70)
-               for i, first in enumerate([0.1, 0.3, 0.2, 4.0])]
+    answers = [server.Completion(200, "", first, 64, 2.0 * (i + 1), 70) for i, first in enumerate([0.1, 0.3, 0.2, 4.0])]
     launch.measure(result, answers)
     assert (result.ttft_p50_s, result.ttft_p95_s, result.tokens_per_s) == (0.2, 4.0, 32.0)
     assert result.request_tokens == 134
@@ -126,11 +142,20 @@ def test_without_a_vllm_environment_verify_says_it_could_not_run(tmp_path, capsy
 
 
 def test_the_verify_report_fits_80_columns_and_sets_before_beside_after():
-    before = launch.Round("python -m vllm.entrypoints.openai.api_server --model /m --max-num-seqs 8", "still failing",
-                        preemptions=14.0, ttft_p50_s=0.05)
-    after = launch.Round("python -m vllm.entrypoints.openai.api_server --model /m --max-num-seqs 4 "
-                       "--kv-cache-memory-bytes 6000000 --max-model-len 4096", "fixed", preemptions=0.0,
-                       ttft_p50_s=0.06, log="/tmp/vllm-advisor-verify-x/vllm-1.log")
+    before = launch.Round(
+        "python -m vllm.entrypoints.openai.api_server --model /m --max-num-seqs 8",
+        "still failing",
+        preemptions=14.0,
+        ttft_p50_s=0.05,
+    )
+    after = launch.Round(
+        "python -m vllm.entrypoints.openai.api_server --model /m --max-num-seqs 4 "
+        "--kv-cache-memory-bytes 6000000 --max-model-len 4096",
+        "fixed",
+        preemptions=0.0,
+        ttft_p50_s=0.06,
+        log="/tmp/vllm-advisor-verify-x/vllm-1.log",
+    )
     notes = live.trade_offs(before, launch.Round("c", "fixed", preemptions=0.0, ttft_p50_s=3.0, ttft_p95_s=32.5))
     text = live.render(live.Verification(after=after, before=before, notes=notes), "text")
     assert all(len(line) <= 80 for line in text.splitlines()), text
@@ -139,8 +164,9 @@ def test_the_verify_report_fits_80_columns_and_sets_before_beside_after():
 
 def test_a_failed_round_says_why():
     startup = launch.Round("c", "still failing", verdict={"phase": "startup", "failure": "kv_cache_insufficient"})
-    preempted = launch.Round("c", "still failing", verdict={"phase": "healthy", "failure": "none"}, preemptions=12.0,
-                           completion_status=200)
+    preempted = launch.Round(
+        "c", "still failing", verdict={"phase": "healthy", "failure": "none"}, preemptions=12.0, completion_status=200
+    )
     assert launch.reason(startup) == "startup kv_cache_insufficient"
     assert launch.reason(preempted) == "12 preemptions"
     assert launch.reason(launch.Round("c", "fixed")) == ""

@@ -59,8 +59,9 @@ def test_server_that_cannot_start_is_reported_as_exited(tmp_path, monkeypatch):
     # behind real vLLM launches, so it takes a lock of its own.
     monkeypatch.setattr(live_server, "LAUNCH_LOCK", tmp_path / "launch.lock")
     log = tmp_path / "server.log"
-    server = live_server.start(sys.executable, ["--model", "nowhere"], log, live_server.free_port(),
-                               env={"PYTHONPATH": ""})
+    server = live_server.start(
+        sys.executable, ["--model", "nowhere"], log, live_server.free_port(), env={"PYTHONPATH": ""}
+    )
     ready = live_server.wait_ready(server, timeout=60)
     live_server.stop(server)
     assert server.lock is None, "stop() releases the launch lock"
@@ -72,8 +73,7 @@ def test_server_that_cannot_start_is_reported_as_exited(tmp_path, monkeypatch):
 def test_stop_kills_children_that_ignore_sigterm(tmp_path):
     log = tmp_path / "group.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-c", STUBBORN_GROUP], stdout=out,
-                                   start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-c", STUBBORN_GROUP], stdout=out, start_new_session=True)
     server = live_server.Server(process, [], 0, log)
     deadline = time.monotonic() + 30
     while "up" not in log.read_text() and time.monotonic() < deadline:
@@ -88,11 +88,21 @@ def test_stop_kills_children_that_ignore_sigterm(tmp_path):
 
 def test_a_second_launch_waits_for_the_first_to_stop(tmp_path, monkeypatch):
     monkeypatch.setattr(live_server, "LAUNCH_LOCK", tmp_path / "launch.lock")
-    first = live_server.start(sys.executable, ["--model", "nowhere"], tmp_path / "a.log", live_server.free_port(),
-                              env={"PYTHONPATH": ""})
+    first = live_server.start(
+        sys.executable, ["--model", "nowhere"], tmp_path / "a.log", live_server.free_port(), env={"PYTHONPATH": ""}
+    )
     started = []
-    waiting = threading.Thread(target=lambda: started.append(live_server.start(
-        sys.executable, ["--model", "nowhere"], tmp_path / "b.log", live_server.free_port(), env={"PYTHONPATH": ""})))
+    waiting = threading.Thread(
+        target=lambda: started.append(
+            live_server.start(
+                sys.executable,
+                ["--model", "nowhere"],
+                tmp_path / "b.log",
+                live_server.free_port(),
+                env={"PYTHONPATH": ""},
+            )
+        )
+    )
     waiting.start()
     waiting.join(2)
     assert not started, "the second start must wait for the lock"

@@ -1,5 +1,6 @@
 """Log plus /metrics on a real vLLM: a preempting server's inference confirmed by the counter, a busy
 healthy one judged healthy from log plus metrics and from metrics alone."""
+
 from __future__ import annotations
 
 import fcntl
@@ -30,8 +31,13 @@ def vllm_slot():
 
 
 def advisor_json(*args: str) -> tuple[dict, int]:
-    done = subprocess.run([sys.executable, "-m", "advisor", "--format", "json", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "advisor", "--format", "json", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.stderr == "", done.stderr
     return json.loads(done.stdout), done.returncode
 
@@ -48,8 +54,9 @@ def started(model, args, log):
 def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model, tmp_path, vllm_slot):
     log = tmp_path / "preempting.log"
     # As the closed loop's failing run: long generations for more requests than the 5,760-token cache holds.
-    server = started(tiny_model, ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000",
-                                  "--max-num-seqs", "8"], log)
+    server = started(
+        tiny_model, ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000", "--max-num-seqs", "8"], log
+    )
     try:
         live.send_load(server.port, str(tiny_model), 10, 3000)
         time.sleep(11)  # one more stats line after the last request
@@ -73,8 +80,9 @@ def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_p
     log = tmp_path / "cache-full.log"
     # tools/live/capture_scenarios.py's healthy-cache-full: 4 requests of ~1,300 tokens always in flight fill
     # about 90% of the 5,760-token cache; --max-num-seqs 4 lets no fifth compete, so nothing is preempted.
-    server = started(tiny_model, ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000",
-                                  "--max-num-seqs", "4"], log)
+    server = started(
+        tiny_model, ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000", "--max-num-seqs", "4"], log
+    )
     url = f"http://127.0.0.1:{server.port}/metrics"
     try:
         with ThreadPoolExecutor(1) as pool:

@@ -1,5 +1,6 @@
 """plan against a real vLLM, again: each tiny architecture built afresh, started with a fixed KV budget,
 its printed KV cache size (or its estimate of the longest length) compared with plan's prediction."""
+
 from __future__ import annotations
 
 import subprocess
@@ -21,8 +22,12 @@ def models(tmp_path_factory):
     if not VLLM_PYTHON.exists():
         pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run tools/live/setup_env.sh first")
     out = tmp_path_factory.mktemp("plan-models")
-    subprocess.run([str(VLLM_PYTHON), str(ROOT / "tools/live/build_plan_models.py"), "--out", str(out)],
-                   check=True, timeout=600, capture_output=True)
+    subprocess.run(
+        [str(VLLM_PYTHON), str(ROOT / "tools/live/build_plan_models.py"), "--out", str(out)],
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
     return out
 
 
@@ -32,7 +37,9 @@ def test_plan_equals_vllm(models, tmp_path, arch, case, length, kv_bytes):
     printed = plan_table.vllm_printed(log)
     result = plan_table.predicted(models / arch, {"max_model_len": length, "kv_cache_memory_bytes": kv_bytes})
     if case == "fits":
-        assert (result.figure("KV cache tokens").value, f"{result.figure('maximum concurrency').value:.2f}") == \
-            (printed["tokens"], printed["concurrency"])
+        assert (result.figure("KV cache tokens").value, f"{result.figure('maximum concurrency').value:.2f}") == (
+            printed["tokens"],
+            printed["concurrency"],
+        )
     else:
         assert result.figure("longest max-model-len for one sequence").value == printed["estimate"]

@@ -2,6 +2,7 @@
 
 With VLLM_ADVISOR_RECORD=1 each scenario's measured row goes to fixtures/verify-scenarios.json as it passes, and
 the README's table is regenerated from the rows (tools/verify_table.py)."""
+
 from __future__ import annotations
 
 import json
@@ -44,24 +45,48 @@ class Scenario:
 
 BUDGET = ["--kv-cache-memory-bytes", "16000000"]  # a fixed KV budget: the outcome does not hang on free memory
 SCENARIOS = [
-    Scenario("HTTP port already in use", {("startup", "port_in_use")},
-             flags=["--max-model-len", "4096", *BUDGET], hold_port=True),
-    Scenario("preemption under 10 concurrent requests", {("runtime", "preemption"), ("runtime", "kv_cache_saturated"),
-                                                         ("healthy", "none")},
-             bundled="preemption.log", load=10, max_tokens=1000),
-    Scenario("--tensor-parallel-size 3 with 2 attention heads", {("startup", "tp_heads_mismatch")},
-             flags=["--tensor-parallel-size", "3", "--max-model-len", "4096", *BUDGET]),
+    Scenario(
+        "HTTP port already in use",
+        {("startup", "port_in_use")},
+        flags=["--max-model-len", "4096", *BUDGET],
+        hold_port=True,
+    ),
+    Scenario(
+        "preemption under 10 concurrent requests",
+        {("runtime", "preemption"), ("runtime", "kv_cache_saturated"), ("healthy", "none")},
+        bundled="preemption.log",
+        load=10,
+        max_tokens=1000,
+    ),
+    Scenario(
+        "--tensor-parallel-size 3 with 2 attention heads",
+        {("startup", "tp_heads_mismatch")},
+        flags=["--tensor-parallel-size", "3", "--max-model-len", "4096", *BUDGET],
+    ),
     # The fix (the model's 32768) needs 32 MiB of KV cache at 1 KiB per token: the budget holds it.
-    Scenario("--max-model-len 65536 above the model's 32768", {("startup", "max_len_exceeds_model")},
-             flags=["--max-model-len", "65536", "--kv-cache-memory-bytes", "48000000"]),
-    Scenario("--gpu-memory-utilization 0.99 above the free memory", {("startup", "free_memory_below_utilization")},
-             flags=["--max-model-len", "4096", "--gpu-memory-utilization", "0.99"]),
-    Scenario("--tensor-parallel-size 2 on one NUMA node", {("startup", "parallel_size_exceeds_devices")},
-             flags=["--tensor-parallel-size", "2", "--max-model-len", "4096", *BUDGET]),
-    Scenario("healthy under 4 concurrent requests", {("healthy", "none")}, bundled="healthy.log", load=4,
-             max_tokens=256),
-    Scenario("KV cache too small for --max-model-len 32768", {("startup", "kv_cache_insufficient")},
-             bundled="kv-shortfall.log"),
+    Scenario(
+        "--max-model-len 65536 above the model's 32768",
+        {("startup", "max_len_exceeds_model")},
+        flags=["--max-model-len", "65536", "--kv-cache-memory-bytes", "48000000"],
+    ),
+    Scenario(
+        "--gpu-memory-utilization 0.99 above the free memory",
+        {("startup", "free_memory_below_utilization")},
+        flags=["--max-model-len", "4096", "--gpu-memory-utilization", "0.99"],
+    ),
+    Scenario(
+        "--tensor-parallel-size 2 on one NUMA node",
+        {("startup", "parallel_size_exceeds_devices")},
+        flags=["--tensor-parallel-size", "2", "--max-model-len", "4096", *BUDGET],
+    ),
+    Scenario(
+        "healthy under 4 concurrent requests", {("healthy", "none")}, bundled="healthy.log", load=4, max_tokens=256
+    ),
+    Scenario(
+        "KV cache too small for --max-model-len 32768",
+        {("startup", "kv_cache_insufficient")},
+        bundled="kv-shortfall.log",
+    ),
 ]
 
 
@@ -107,18 +132,24 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
         free, total = report.facts["free_gpu_gib"], report.facts["total_gpu_gib"]
         assert float(utilization) <= min(0.95, free / total), "the advice asks no more than was free"
         if float(utilization) * total > MEMORY_GIB:
-            pytest.skip(f"the fix reserves {float(utilization) * total:.1f} GiB of this machine's {total} GiB "
-                        f"(VLLM_ADVISOR_LIVE_MEMORY_GIB={MEMORY_GIB:g} allows less)")
+            pytest.skip(
+                f"the fix reserves {float(utilization) * total:.1f} GiB of this machine's {total} GiB "
+                f"(VLLM_ADVISOR_LIVE_MEMORY_GIB={MEMORY_GIB:g} allows less)"
+            )
 
-    check = live.verify(report, argv, VLLM_PYTHON, tmp_path, 300, scenario.load, scenario.max_tokens,
-                        model=str(tiny_model))
+    check = live.verify(
+        report, argv, VLLM_PYTHON, tmp_path, 300, scenario.load, scenario.max_tokens, model=str(tiny_model)
+    )
     print(live.render(check, "text"))
     after = check.after
     assert after.outcome == "fixed", live.render(check, "text")
     assert after.completion_status == 200 and after.preemptions == 0 and after.ttft_p50_s is not None
     if scenario.hold_port:  # checked on the port the advice names, not on one verify picked
-        assert after.port == int(launch.flag_value(argv, "--port")) == int(launch.flag_value(
-            shlex.split(report.command.original), "--port")) + 1
+        assert (
+            after.port
+            == int(launch.flag_value(argv, "--port"))
+            == int(launch.flag_value(shlex.split(report.command.original), "--port")) + 1
+        )
     if scenario.bundled == "preemption.log":
         # The counter is the proof: what the 10-second stats lines of a short run catch of the pressure varies.
         assert check.before.preemptions > 0, "the original flags must preempt under this load"

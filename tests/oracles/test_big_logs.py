@@ -1,4 +1,5 @@
 """Big logs: two processes, packed facts and the written report give the plain path's results."""
+
 from __future__ import annotations
 
 import gzip
@@ -80,7 +81,10 @@ def test_a_part_process_that_dies_is_one_line_error(generated_log, monkeypatch, 
     monkeypatch.setattr(scan, "_scan_part", lambda *args: os._exit(9))  # as if the OOM killer struck
     assert main(["--format", "json", str(generated_log)]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err == f"vllm-advisor: {generated_log}: a process working on part of the analysis died\n"
+    assert (
+        captured.out == ""
+        and captured.err == f"vllm-advisor: {generated_log}: a process working on part of the analysis died\n"
+    )
 
 
 def test_gzip_and_small_files_use_one_process(generated_log, generated_facts, tmp_path, monkeypatch):
@@ -100,9 +104,10 @@ def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
     def broken_after_the_first_part(chunks, engine, lookahead):
         chunks = iter(chunks)
         first = next(chunks)
-        if first[:len(head)] != head:
+        if first[: len(head)] != head:
             raise ValueError("a later part")
         return scan_lines([first, *chunks], engine, lookahead)
+
     head = generated_log.read_bytes()[:100]
     monkeypatch.setattr(scan, "_scan_lines", broken_after_the_first_part)
     with pytest.raises(ValueError, match="a later part"):
@@ -146,8 +151,11 @@ def log_of_many_events(tmp_path_factory):
 
 
 def test_cli_json_of_two_big_logs_is_the_same_array(log_of_many_events):
-    done = subprocess.run([sys.executable, "-m", "advisor", "--format", "json", str(log_of_many_events),
-                           str(log_of_many_events)], capture_output=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "advisor", "--format", "json", str(log_of_many_events), str(log_of_many_events)],
+        capture_output=True,
+        check=False,
+    )
     report = json_format.render([packed_report(scan.scan_file(str(log_of_many_events)), str(log_of_many_events))])
     assert done.returncode == 1 and done.stderr == b""
     assert done.stdout.decode() == "[\n" + report[:-1] + ",\n" + report[:-1] + "\n]\n"
@@ -155,8 +163,11 @@ def test_cli_json_of_two_big_logs_is_the_same_array(log_of_many_events):
 
 def test_reader_that_leaves_a_big_report_is_silent(log_of_many_events):
     # `vllm-advisor big.log | head -c 10`: the forked writer meets the closed pipe; the command says nothing.
-    child = subprocess.Popen([sys.executable, "-m", "advisor", "--format", "json", str(log_of_many_events)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "--format", "json", str(log_of_many_events)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert child.stdout.read(10) == b'{\n  "schem'
     child.stdout.close()
     assert child.wait(timeout=120) in (0, 1) and child.stderr.read() == b""
@@ -175,11 +186,20 @@ def test_several_reports_make_the_same_array(generated_log):
     assert json_format.render(packed) == json_format.render(plain)
 
 
-@pytest.mark.parametrize("values", [
-    {}, {"a": 1}, {"a": 0.0, "b": -0.0, "c": 1e-4, "d": 9.99e-5, "e": 1e-7, "f": 1e15, "g": 1e16, "h": 1e17},
-    {"inf": float("inf"), "nan": float("nan")}, {"big": 10**20, "neg": -3, "third": 1 / 3},
-    {"caf\u00e9_value": 1.5}, {'quote"d': 2}, {"tab\tname": 3},
-], ids=str)
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"a": 1},
+        {"a": 0.0, "b": -0.0, "c": 1e-4, "d": 9.99e-5, "e": 1e-7, "f": 1e15, "g": 1e16, "h": 1e17},
+        {"inf": float("inf"), "nan": float("nan")},
+        {"big": 10**20, "neg": -3, "third": 1 / 3},
+        {"caf\u00e9_value": 1.5},
+        {'quote"d': 2},
+        {"tab\tname": 3},
+    ],
+    ids=str,
+)
 def test_event_text_is_jsons(values):
     # The fast template and json.dumps write an event alike; inf and nan, which JSON lacks, as null.
     finite = {name: value if value - value == 0 else None for name, value in values.items()}
@@ -245,9 +265,11 @@ def test_remembered_condition_tells_types_and_lists_apart():
 
 
 def test_recipe_facts_equal_parsed_facts():
-    line = ("(APIServer pid=12646) INFO 11-01 00:00:20 [loggers.py:335] Engine 001: Avg prompt throughput: "
-            "105.8 tokens/s, Avg generation throughput: 1314.6 tokens/s, Running: 5 reqs, Waiting: 6 reqs, "
-            "GPU KV cache usage: 59.3%, Prefix cache hit rate: 55.3%")
+    line = (
+        "(APIServer pid=12646) INFO 11-01 00:00:20 [loggers.py:335] Engine 001: Avg prompt throughput: "
+        "105.8 tokens/s, Avg generation throughput: 1314.6 tokens/s, Running: 5 reqs, Waiting: 6 reqs, "
+        "GPU KV cache usage: 59.3%, Prefix cache hit rate: 55.3%"
+    )
     learned = FactTemplates()
     learned.parse_line(line, 1)
     other = line.replace("105.8", "917.2").replace("pid=12646", "pid=99999")

@@ -1,4 +1,5 @@
 """The fast path (advisor.fast.scan) gives the same JSON report as the plain path, byte for byte."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,10 +20,15 @@ sys.path.insert(0, str(ROOT / "tools/bench"))
 from generate_log import generate  # noqa: E402
 
 LOGS = sorted(FIXTURES.rglob("*.log"))
-INSTALLED = {name for name, module in (("hyperscan", "hyperscan"), ("ahocorasick", "ahocorasick_rs"))
-             if importlib.util.find_spec(module) is not None}
-ENGINES = ["find"] + [pytest.param(name, marks=pytest.mark.skipif(name not in INSTALLED, reason=f"{name} not installed"))
-                      for name in ("hyperscan", "ahocorasick")]
+INSTALLED = {
+    name
+    for name, module in (("hyperscan", "hyperscan"), ("ahocorasick", "ahocorasick_rs"))
+    if importlib.util.find_spec(module) is not None
+}
+ENGINES = ["find"] + [
+    pytest.param(name, marks=pytest.mark.skipif(name not in INSTALLED, reason=f"{name} not installed"))
+    for name in ("hyperscan", "ahocorasick")
+]
 
 
 def plain_json(path) -> str:
@@ -45,7 +51,7 @@ def test_lines_across_block_boundaries(monkeypatch, engine):
     path = next(FIXTURES.glob("corpus/089-*.log"))
     monkeypatch.setattr(scan, "BLOCK", 997)
     chunks = sources.read_chunks(str(path))
-    small = (chunk[i:i + 300] for chunk in chunks for i in range(0, len(chunk), 300))
+    small = (chunk[i : i + 300] for chunk in chunks for i in range(0, len(chunk), 300))
     assert packed_report(scan.scan_chunks(small, engine), path.name).to_json() == plain_json(path)
 
 
@@ -57,7 +63,7 @@ def test_a_cut_message_is_read_on_across_every_block_boundary(monkeypatch):
     assert '"free_memory_below_utilization"' in plain
     for size in range(1, len(data) + 2):
         monkeypatch.setattr(scan, "BLOCK", size)
-        pieces = [data[i:i + size] for i in range(0, len(data), size)]
+        pieces = [data[i : i + size] for i in range(0, len(data), size)]
         assert packed_report(scan.scan_chunks(pieces, "find"), path.name).to_json() == plain, size
 
 
@@ -74,8 +80,7 @@ def test_generated_log_same_report_with_every_engine(generated_log):
 
 
 def test_every_regex_anchor_has_literals():
-    regex_anchors = {t.name for t in message_parser().terminals
-                     if t.name.startswith("A_") and t.pattern.type == "re"}
+    regex_anchors = {t.name for t in message_parser().terminals if t.name.startswith("A_") and t.pattern.type == "re"}
     assert regex_anchors == set(grammar.terminal_notes("literals"))
 
 
@@ -165,8 +170,9 @@ def test_stats_lines_are_read_by_recipe():
     assert stats_keys and all(learned.recipes[key] for key in stats_keys)
 
 
-@pytest.mark.parametrize("learned_from, value",
-                         [("0.0000000", "0.0000001"), ("0999999999999999.9", "9000000000000000.0")])
+@pytest.mark.parametrize(
+    "learned_from, value", [("0.0000000", "0.0000001"), ("0999999999999999.9", "9000000000000000.0")]
+)
 def test_recipe_never_reads_a_value_that_a_fact_drops(learned_from, value):
     # A Fact drops a value too small or too big to be plausible: a recipe learned where the number
     # read a plausible value must not read such a value from a later line of the same shape.

@@ -1,4 +1,5 @@
 """The streaming engine agrees with batch mode on every real fixture and reports each finding once per run."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -36,7 +37,7 @@ def test_bytes_cut_anywhere_give_the_batch_findings_and_line_numbers(case):
     name, data = case["id"], fixture_path(case["id"]).read_bytes()
     engine = StreamEngine(name)
     for start in range(0, len(data), 997):
-        engine.feed_bytes(data[start:start + 997])
+        engine.feed_bytes(data[start : start + 997])
     engine.finish()
     streamed = Counter((s.finding.rule, s.finding.line, s.finding.failure) for s in engine.findings)
     batch = Counter((f.rule, f.line, f.failure) for f in analyze_fixture(name).findings)

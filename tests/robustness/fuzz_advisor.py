@@ -1,4 +1,8 @@
-"""Coverage-guided fuzzing of the whole pipeline with atheris: `python tests/robustness/fuzz_advisor.py [-max_total_time=600]`."""
+"""Coverage-guided fuzzing of the whole pipeline with atheris.
+
+python tests/robustness/fuzz_advisor.py [-max_total_time=600]
+"""
+
 from __future__ import annotations
 
 import sys
@@ -17,7 +21,7 @@ def one_input(data: bytes) -> None:
         return
     control, body = data[0], data[1:]
     step = 1 + control % 64 * 97
-    chunks = [body[i:i + step] for i in range(0, len(body), step)]
+    chunks = [body[i : i + step] for i in range(0, len(body), step)]
     user_command = None
     if control & 0x80:
         # The tail after the last NUL doubles as a user-given command: hostile --cmd values.

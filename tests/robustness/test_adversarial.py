@@ -1,4 +1,5 @@
 """Hostile logs (fixtures/adversarial, and giants built at test time): a sensible verdict in bounded time and memory."""
+
 from __future__ import annotations
 
 import json
@@ -23,15 +24,18 @@ CASES = [json.loads(line) for line in (ADVERSARIAL / "cases.jsonl").read_text().
 BASE = (ADVERSARIAL / "excerpt-088-kv-too-small.log").read_bytes()
 ARGS_TAIL = b"'kv_cache_memory_bytes': 4000000}"
 # Run the CLI in a child and report its own peak RSS, so other tests' children do not count.
-MEASURED_CLI = ("import resource, sys\nfrom advisor.cli import main\ncode = main(sys.argv[1:])\n"
-                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
+MEASURED_CLI = (
+    "import resource, sys\nfrom advisor.cli import main\ncode = main(sys.argv[1:])\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)"
+)
 
 
 def measured_cli(path) -> tuple[dict, int, float]:
     """The JSON report, the peak RSS in MiB and the wall time of `vllm-advisor --format json PATH`."""
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", MEASURED_CLI, "--format", "json", str(path)],
-                          capture_output=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURED_CLI, "--format", "json", str(path)], capture_output=True, cwd=ROOT, timeout=300
+    )
     elapsed = time.monotonic() - start
     assert done.returncode in (0, 1), done.stderr.decode()[-2000:]
     return json.loads(done.stdout), int(done.stderr.split()[-1]) // 1024, elapsed
@@ -68,10 +72,10 @@ def test_million_line_traceback_is_bounded(tmp_path):
     path = tmp_path / "recursion.log"
     with path.open("wb") as out:
         out.write(b"".join(lines[:first_frame]))
-        block = b"".join(lines[first_frame:first_frame + 2]) * 10_000
+        block = b"".join(lines[first_frame : first_frame + 2]) * 10_000
         for _ in range(50):
             out.write(block)
-        out.write(b"".join(lines[first_frame + 2:]))
+        out.write(b"".join(lines[first_frame + 2 :]))
     report, rss_mib, seconds = measured_cli(path)
     assert rss_mib < 200
     assert seconds < 120
@@ -80,10 +84,47 @@ def test_million_line_traceback_is_bounded(tmp_path):
 
 # Runs of one character class, as a crashing process or an attacker can print them: each once found
 # a regex that backtracked (quadratic on spaces or word characters, cubic after a box bar).
-PATHOLOGICAL_UNITS = [" ", "\t", "x", "1", ".", "1.", "x.", "│", "│ ", " │", "[", "(", "{", "'", '"', "\\", ":",
-                      ", ", "x=", "a, b=", "\x1b[", "\x1b[1", "^[[", "-", "/", "x | ", "[pod/", "é", "1 GiB ", "1,",
-                      "ERROR ", "(pid=1) ", "[a.py:1] ", "2024-01-01T00:00:00Z ", "Nov 29 09:50:01 h p[1]: ",
-                      "x ValueError: ", "File \"", "CUDA out of memory. ", "[repeated 2x across cluster] "]
+PATHOLOGICAL_UNITS = [
+    " ",
+    "\t",
+    "x",
+    "1",
+    ".",
+    "1.",
+    "x.",
+    "│",
+    "│ ",
+    " │",
+    "[",
+    "(",
+    "{",
+    "'",
+    '"',
+    "\\",
+    ":",
+    ", ",
+    "x=",
+    "a, b=",
+    "\x1b[",
+    "\x1b[1",
+    "^[[",
+    "-",
+    "/",
+    "x | ",
+    "[pod/",
+    "é",
+    "1 GiB ",
+    "1,",
+    "ERROR ",
+    "(pid=1) ",
+    "[a.py:1] ",
+    "2024-01-01T00:00:00Z ",
+    "Nov 29 09:50:01 h p[1]: ",
+    "x ValueError: ",
+    'File "',
+    "CUDA out of memory. ",
+    "[repeated 2x across cluster] ",
+]
 
 
 def test_pathological_long_lines_take_linear_time(tmp_path):
@@ -108,12 +149,16 @@ def test_long_runtime_log_takes_linear_time(tmp_path):
     assert len(report["events"]) == 25_000
 
 
-@pytest.mark.parametrize("nested", [
-    b"[" * 30_000 + b"]" * 30_000,  # under MAX_ARGS_TEXT: literal_eval itself must fail soft
-    b"{'a': " * 5_000 + b"1" + b"}" * 5_000,
-    b"(" * 30_000 + b")" * 30_000,
-    b"'" + b"x" * 3 * 2**20 + b"'",  # megabytes long: cut by sources.MAX_LINE, refused by MAX_ARGS_TEXT
-], ids=["list-30000-deep", "dict-5000-deep", "tuple-30000-deep", "3-mib-string"])
+@pytest.mark.parametrize(
+    "nested",
+    [
+        b"[" * 30_000 + b"]" * 30_000,  # under MAX_ARGS_TEXT: literal_eval itself must fail soft
+        b"{'a': " * 5_000 + b"1" + b"}" * 5_000,
+        b"(" * 30_000 + b")" * 30_000,
+        b"'" + b"x" * 3 * 2**20 + b"'",  # megabytes long: cut by sources.MAX_LINE, refused by MAX_ARGS_TEXT
+    ],
+    ids=["list-30000-deep", "dict-5000-deep", "tuple-30000-deep", "3-mib-string"],
+)
 def test_hostile_launch_arguments_fail_soft(nested):
     data = BASE.replace(ARGS_TAIL, b"'kv_cache_memory_bytes': " + nested + b"}")
     assert len(nested) > MAX_ARGS_TEXT or len(nested) < 64 * 1024
@@ -132,15 +177,30 @@ def test_unreadable_launch_arguments_are_explained():
     assert facts and facts[0].text["unreadable"].startswith("launch arguments too large")
 
 
-
-
 # Every figure a Fact can carry (plausible: 0 or 1e-6..1e15 in size, either sign).
-figures = st.one_of(st.just(0), st.integers(-10**15, 10**15),
-                    st.floats(min_value=-1e15, max_value=1e15, allow_nan=False)).filter(plausible)
-NAMES = ["max_seq_len", "kv_needed_gib", "kv_available_gib", "kv_cache_memory_bytes", "estimated_max_model_len",
-         "kv_cache_tokens", "max_tokens_in_kv_cache", "gpu_memory_utilization", "total_gpu_gib", "free_gpu_gib",
-         "num_attention_heads", "tensor_parallel_size", "max_concurrency", "peak_running_reqs",
-         "requested_tokens", "long_prompt_tokens", "swap_space_gib", "derived_max_model_len"]
+figures = st.one_of(
+    st.just(0), st.integers(-(10**15), 10**15), st.floats(min_value=-1e15, max_value=1e15, allow_nan=False)
+).filter(plausible)
+NAMES = [
+    "max_seq_len",
+    "kv_needed_gib",
+    "kv_available_gib",
+    "kv_cache_memory_bytes",
+    "estimated_max_model_len",
+    "kv_cache_tokens",
+    "max_tokens_in_kv_cache",
+    "gpu_memory_utilization",
+    "total_gpu_gib",
+    "free_gpu_gib",
+    "num_attention_heads",
+    "tensor_parallel_size",
+    "max_concurrency",
+    "peak_running_reqs",
+    "requested_tokens",
+    "long_prompt_tokens",
+    "swap_space_gib",
+    "derived_max_model_len",
+]
 
 
 @settings(max_examples=300, deadline=None)
@@ -152,8 +212,17 @@ def test_arithmetic_never_divides_by_zero_or_overflows(values):
 
 
 def test_arithmetic_on_zero_estimates():
-    out = arithmetic({"max_seq_len": 0, "kv_needed_gib": 0, "kv_available_gib": 0, "estimated_max_model_len": 0,
-                      "total_gpu_gib": 0, "free_gpu_gib": 0, "max_tokens_in_kv_cache": 0})
+    out = arithmetic(
+        {
+            "max_seq_len": 0,
+            "kv_needed_gib": 0,
+            "kv_available_gib": 0,
+            "estimated_max_model_len": 0,
+            "total_gpu_gib": 0,
+            "free_gpu_gib": 0,
+            "max_tokens_in_kv_cache": 0,
+        }
+    )
     assert "suggested_max_model_len" not in out and "free_fraction" not in out
 
 

@@ -1,4 +1,5 @@
-"""The real command in a subprocess: every bad input or environment gives one line and its exit code, never a traceback."""
+"""The real command in a subprocess: each bad input or environment gives one line and its exit code, no traceback."""
+
 from __future__ import annotations
 
 import os
@@ -74,6 +75,7 @@ def test_empty_directory(tmp_path):
 
 def test_truncated_gzip(tmp_path):
     import gzip
+
     path = tmp_path / "cut.log.gz"
     path.write_bytes(gzip.compress(fixture_path("088").read_bytes())[:2000])
     assert_one_line_error(run(str(path)), EXIT_USAGE, "cannot read")
@@ -108,6 +110,7 @@ def test_permission_denied_in_process(monkeypatch, capsys):
     # The same code path without a second user: open() refuses.
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
+
     monkeypatch.setattr("advisor.ingest.sources.open", refuse, raising=False)
     assert cli.main([str(fixture_path("088"))]) == EXIT_USAGE
     assert capsys.readouterr().err == f"vllm-advisor: {fixture_path('088')}: permission denied\n"
@@ -115,8 +118,9 @@ def test_permission_denied_in_process(monkeypatch, capsys):
 
 def test_disk_full_on_stdout():
     with open("/dev/full", "wb") as full:
-        done = subprocess.run([*ADVISOR, str(fixture_path("088"))], stdout=full, stderr=subprocess.PIPE,
-                              cwd=ROOT, timeout=120)
+        done = subprocess.run(
+            [*ADVISOR, str(fixture_path("088"))], stdout=full, stderr=subprocess.PIPE, cwd=ROOT, timeout=120
+        )
     done.stdout = b""
     assert_one_line_error(done, EXIT_USAGE, "cannot write the report: No space left on device")
 
@@ -130,8 +134,14 @@ def test_disk_full_on_stdout_of_a_subcommand(subcommand):
 
 
 def test_stdout_closed():
-    done = subprocess.run([*ADVISOR, str(fixture_path("088"))], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          cwd=ROOT, timeout=120, preexec_fn=lambda: os.close(1))
+    done = subprocess.run(
+        [*ADVISOR, str(fixture_path("088"))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        timeout=120,
+        preexec_fn=lambda: os.close(1),
+    )
     assert_one_line_error(done, EXIT_USAGE, "standard output is closed")
 
 
@@ -140,8 +150,9 @@ def test_broken_pipe_is_silent(tmp_path, reader_leaves):
     # `vllm-advisor big.log | head -c 10`: a report far larger than a pipe buffer, a reader that leaves.
     big = tmp_path / "big.log"
     big.write_bytes(fixture_path("088").read_bytes() * 100)
-    child = subprocess.Popen([*ADVISOR, "--format", "json", str(big)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, cwd=ROOT)
+    child = subprocess.Popen(
+        [*ADVISOR, "--format", "json", str(big)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
     if reader_leaves == "mid-report":
         assert child.stdout.read(10) == b'{\n  "schem'
         wait_until_blocked(child.pid, "pipe")  # the pipe is full: the writer waits for the reader
@@ -153,9 +164,14 @@ def test_broken_pipe_is_silent(tmp_path, reader_leaves):
 
 
 def test_ctrl_c_while_reading_stdin():
-    child = subprocess.Popen(ADVISOR, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             preexec_fn=sigint_default,
-                             cwd=ROOT)
+    child = subprocess.Popen(
+        ADVISOR,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=sigint_default,
+        cwd=ROOT,
+    )
     child.stdin.write(fixture_path("088").read_bytes())
     child.stdin.flush()
     wait_until_blocked(child.pid, "pipe")
@@ -190,8 +206,12 @@ def test_inputs_are_never_modified(tmp_path):
     for copy, content, before in copies:
         after = copy.stat()
         assert copy.read_bytes() == content
-        assert (after.st_size, after.st_mtime_ns, after.st_mode, after.st_ino) == \
-               (before.st_size, before.st_mtime_ns, before.st_mode, before.st_ino)
+        assert (after.st_size, after.st_mtime_ns, after.st_mode, after.st_ino) == (
+            before.st_size,
+            before.st_mtime_ns,
+            before.st_mode,
+            before.st_ino,
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(c.name for c, _, _ in copies)
 
 

@@ -1,4 +1,5 @@
 """Printed commands: built by shlex.join from an argument list, one `vllm` invocation, safe to paste into bash."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ def pastes_as_one_command(printed: str) -> bool:
             if end < 0:
                 return False
             position = end + 1
-        elif printed.startswith("\"'\"", position):
+        elif printed.startswith('"\'"', position):
             position += 3
         elif char == " " or SAFE_WORD.match(char):
             position += 1
@@ -90,8 +91,16 @@ def test_unclosed_quote_in_user_command_is_refused():
 
 
 def test_hostile_argument_keys_and_values_are_quoted():
-    argv = command.from_args({"model": "$(id)", "port; rm -rf ~": 1, "x\ny": True, "chat_template": "`id`",
-                              "override_generation_config": {"k": "'; id; '"}, "lora_modules": ["a|b", "c&d"]})
+    argv = command.from_args(
+        {
+            "model": "$(id)",
+            "port; rm -rf ~": 1,
+            "x\ny": True,
+            "chat_template": "`id`",
+            "override_generation_config": {"k": "'; id; '"},
+            "lora_modules": ["a|b", "c&d"],
+        }
+    )
     printed = command.render(argv)
     assert shlex.split(printed) == argv
     assert argv[:3] == ["vllm", "serve", "$(id)"]
@@ -105,8 +114,14 @@ def test_hostile_engine_config_model_is_one_argument():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=40), st.dictionaries(st.sampled_from(["--max-model-len", "--served-model-name", "--x"]),
-                                              st.one_of(st.none(), st.text(max_size=20)), max_size=3))
+@given(
+    st.text(max_size=40),
+    st.dictionaries(
+        st.sampled_from(["--max-model-len", "--served-model-name", "--x"]),
+        st.one_of(st.none(), st.text(max_size=20)),
+        max_size=3,
+    ),
+)
 def test_any_argument_round_trips(model, flags):
     argv = command.apply(["vllm", "serve", model], flags)
     printed = command.render(argv)
@@ -118,7 +133,7 @@ def printed_command(text: str) -> str:
     """The corrected command as the text report prints it, its ' \\' continuation lines joined as a shell joins them."""
     lines = text.splitlines()
     block = []
-    for line in lines[next(i for i, line in enumerate(lines) if line.startswith("Corrected command")) + 1:]:
+    for line in lines[next(i for i, line in enumerate(lines) if line.startswith("Corrected command")) + 1 :]:
         block.append(line.strip())
         if not line.endswith(" \\"):
             break
@@ -145,6 +160,14 @@ def test_emoji_codes_in_a_model_name_are_printed_verbatim():
 
 
 def test_scanner_rejects_what_bash_would_run():
-    for unsafe in ["vllm serve m; id", "vllm serve $(id)", "vllm serve `id`", "vllm serve m | sh",
-                   "vllm serve m\nid", "vllm serve m & id", "vllm serve 'a' > f", "vllm serve 'open"]:
+    for unsafe in [
+        "vllm serve m; id",
+        "vllm serve $(id)",
+        "vllm serve `id`",
+        "vllm serve m | sh",
+        "vllm serve m\nid",
+        "vllm serve m & id",
+        "vllm serve 'a' > f",
+        "vllm serve 'open",
+    ]:
         assert not pastes_as_one_command(unsafe), unsafe

@@ -1,4 +1,5 @@
 """Property tests: whatever bytes come in, the pipeline returns a valid report citing real lines."""
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,10 @@ def test_noise_inserted(path, insertions):
 
 
 @bounded
-@given(st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=30),
-       st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+@given(
+    st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=30),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=80),
+)
 def test_user_command_is_corrected_safely(picked, user_command):
     try:
         shlex.split(user_command)

@@ -1,4 +1,5 @@
 """Memory stays bounded however long a stream runs: 5 million lines of a busy server's log, resident size flat."""
+
 from __future__ import annotations
 
 import re
@@ -40,8 +41,10 @@ def serving_blocks() -> tuple[bytes, list[bytes], int]:
         # Throughputs and client ports change from line to line in a real log; queues and KV usage
         # stay the fixture's, since they decide the findings.
         lines = [GENERATION.sub(b"generation throughput: %d.%d" % (300 + 7 * i, i % 10), stats[i % len(stats)])]
-        lines += [PORT.sub(b":%d - " % (32768 + (i * STATS_EVERY + j) % 28000), access[(i + j) % len(access)])
-                  for j in range(STATS_EVERY - 1)]
+        lines += [
+            PORT.sub(b":%d - " % (32768 + (i * STATS_EVERY + j) % 28000), access[(i + j) % len(access)])
+            for j in range(STATS_EVERY - 1)
+        ]
         lines[STATS_EVERY // 2] = lines[STATS_EVERY // 2].replace(b'" 200 OK', b'" 400 Bad Request')
         blocks.append(b"\n".join(lines) + b"\n")
     return b"\n".join(log[:103]) + b"\n", blocks, len(stats)
@@ -54,6 +57,7 @@ def test_resident_memory_does_not_grow_with_lines():
 
     def feed(data: bytes) -> None:
         events.update((r.event, r.finding.rule) for r in engine.feed_bytes(data))
+
     feed(startup)
     chunk = b"".join(blocks)  # 25,000 lines, about 1.7 MB: the size of a read from a busy log
     per_chunk = chunk.count(b"\n")
@@ -65,12 +69,19 @@ def test_resident_memory_does_not_grow_with_lines():
         feed(chunk)
     after_all = resident_kib()
     seconds = time.perf_counter() - start
-    print(f"{LINES} lines in {seconds:.1f} s, {LINES / seconds:,.0f} lines/s; "
-          f"VmRSS {after_first} KiB after {FIRST}, {after_all} KiB after {LINES}")
+    print(
+        f"{LINES} lines in {seconds:.1f} s, {LINES / seconds:,.0f} lines/s; "
+        f"VmRSS {after_first} KiB after {FIRST}, {after_all} KiB after {LINES}"
+    )
     assert engine.lines_read == startup.count(b"\n") + LINES
     # Every line was still judged: each pass through 091's stats lines is one preemption and its recovery.
     # The startup's low-concurrency advice gives way to the preemption's, once.
     passes = LINES // STATS_EVERY // stats_cycle
-    assert events == {("finding", "H101"): 1, ("retraction", "H101"): 1, ("finding", "R108"): 1,
-                      ("finding", "R103"): passes, ("recovery", "R103"): passes}
+    assert events == {
+        ("finding", "H101"): 1,
+        ("retraction", "H101"): 1,
+        ("finding", "R108"): 1,
+        ("finding", "R103"): passes,
+        ("recovery", "R103"): passes,
+    }
     assert after_all - after_first < SLACK_KIB

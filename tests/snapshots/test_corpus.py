@@ -1,4 +1,5 @@
 """Every labelled real log: the verdict matches its label, its facts are found, the report is stable."""
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,12 @@ KNOWN_MISSING_FACTS: dict[str, str] = {}
 
 
 def known(cases: list[dict], wrong: dict[str, str]) -> list:
-    return [pytest.param(c, id=c["id"], marks=pytest.mark.xfail(reason=wrong[c["id"]], strict=True))
-            if c["id"] in wrong else pytest.param(c, id=c["id"]) for c in cases]
+    return [
+        pytest.param(c, id=c["id"], marks=pytest.mark.xfail(reason=wrong[c["id"]], strict=True))
+        if c["id"] in wrong
+        else pytest.param(c, id=c["id"])
+        for c in cases
+    ]
 
 
 @pytest.mark.parametrize("case", known(CASES, KNOWN_WRONG))

@@ -1,4 +1,5 @@
 """Markdown, NDJSON and text outputs: golden files on real logs, and the colour rules of the terminal."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ GOLDEN = {"088": "startup_failure", "091": "runtime_preemption", "062": "healthy
 
 @pytest.mark.parametrize("name", GOLDEN)
 def test_markdown_golden(name, file_regression):
-    file_regression.check(render("markdown", [analyze_fixture(name)]), extension=".md",
-                          basename=f"markdown_{GOLDEN[name]}")
+    file_regression.check(
+        render("markdown", [analyze_fixture(name)]), extension=".md", basename=f"markdown_{GOLDEN[name]}"
+    )
 
 
 @pytest.mark.parametrize("name", GOLDEN)

@@ -1,4 +1,5 @@
 """SARIF output: valid against the official 2.1.0 schema, rules from the rule files, stable fingerprints."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ def test_several_logs_validate_as_one_run():
     log = sarif(*FIXTURES)
     jsonschema.Draft4Validator(SCHEMA).validate(log)
     assert len(log["runs"]) == 1
-    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]} \
-        >= {fixture_path("088").name, fixture_path("091").name}
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]} >= {
+        fixture_path("088").name,
+        fixture_path("091").name,
+    }
 
 
 def test_the_schema_rejects_a_broken_log():
@@ -82,8 +85,9 @@ def test_fingerprints_do_not_move_with_the_line_numbers():
 
     def prints(report):
         results = json.loads(render("sarif", [report]))["runs"][0]["results"]
-        return [(r["partialFingerprints"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
-                for r in results]
+        return [
+            (r["partialFingerprints"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results
+        ]
 
     before, after = prints(original), prints(shifted)
     assert [p for p, _ in before] == [p for p, _ in after]

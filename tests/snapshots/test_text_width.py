@@ -1,5 +1,6 @@
 """The text report at 80 and 120 columns on each live capture: golden files, and no line past the width,
 no continuation line at the margin."""
+
 from __future__ import annotations
 
 import re
@@ -18,9 +19,11 @@ CAPTURES = sorted(str(p.relative_to(LIVE).with_suffix("")) for p in LIVE.glob("*
 TOP_LEVEL = [name for name in CAPTURES if "/" not in name]
 WIDTHS = (80, 120)
 # What may start at the margin: the blocks of the report. Anything else there is a wrapped line that lost its indent.
-BLOCK_STARTS = re.compile(r"(vllm-advisor: |(STARTUP|RUNTIME) FAILURE: |healthy: |no vLLM log lines"
-                          r"|Numbers from the log$|Run at a glance: |What to change |Corrected command "
-                          r"|Change to the launch command |(error|warning|info) line \d+: |─)")
+BLOCK_STARTS = re.compile(
+    r"(vllm-advisor: |(STARTUP|RUNTIME) FAILURE: |healthy: |no vLLM log lines"
+    r"|Numbers from the log$|Run at a glance: |What to change |Corrected command "
+    r"|Change to the launch command |(error|warning|info) line \d+: |─)"
+)
 
 
 def rendered(name: str, width: int) -> str:

@@ -1,4 +1,5 @@
 """The library API: what `advisor` exports, each input form giving the CLI's report."""
+
 from __future__ import annotations
 
 import io
@@ -27,11 +28,15 @@ def test_every_input_form_gives_the_report_of_the_cli(log, capsys):
     assert main(["--format", "json", str(log)]) in (0, 1)
     cli = json.loads(capsys.readouterr().out)
     data = log.read_bytes()
-    forms = {"path": analyze(log), "str path": analyze(str(log)), "plain path": analyze(log, fast=False),
-             "bytes": analyze(data, name=str(log)),
-             # Lines as the file holds them: a carriage return inside a line does not end it.
-             "lines": analyze(io.StringIO(data.decode(), newline="\n"), name=str(log)),
-             "split lines": analyze(data.decode().split("\n"), name=str(log))}
+    forms = {
+        "path": analyze(log),
+        "str path": analyze(str(log)),
+        "plain path": analyze(log, fast=False),
+        "bytes": analyze(data, name=str(log)),
+        # Lines as the file holds them: a carriage return inside a line does not end it.
+        "lines": analyze(io.StringIO(data.decode(), newline="\n"), name=str(log)),
+        "split lines": analyze(data.decode().split("\n"), name=str(log)),
+    }
     for form, report in forms.items():
         assert json.loads(report.to_json()) == cli, form
     assert isinstance(forms["path"], advisor.Report) and forms["path"].verdict.failure == cli["verdict"]["failure"]
@@ -53,6 +58,7 @@ def test_follow_lines_gives_what_follow_writes(capsys):
         records = [item.to_dict() for item in follow_lines(lines, "<stdin>")]
     with open(log, "rb") as stdin:
         import sys
+
         saved, sys.stdin = sys.stdin, io.TextIOWrapper(io.BufferedReader(stdin))
         try:
             assert main(["follow", "--format", "ndjson", "-"]) in (0, 1)

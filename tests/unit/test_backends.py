@@ -1,4 +1,5 @@
 """Advice in the words of the backend the log shows: the CPU backend's nodes and tools, an XPU's, never a GPU's."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,13 +32,16 @@ def test_the_tp_advice_on_one_numa_node_is_one():
     assert report.backend == "cpu" and report.findings[0].remediations[0].flags == {"--tensor-parallel-size": "1"}
 
 
-@pytest.mark.parametrize("device, tool", [("xpu", "xpu-smi"), ("hpu", "hl-smi"), ("npu", "npu-smi"),
-                                          ("tpu", "tpu-info")])
+@pytest.mark.parametrize(
+    "device, tool", [("xpu", "xpu-smi"), ("hpu", "hl-smi"), ("npu", "npu-smi"), ("tpu", "tpu-info")]
+)
 def test_another_backend_is_named_with_its_own_tool(tmp_path, device, tool):
     log = tmp_path / f"{device}.log"
-    log.write_text(f"INFO 12-01 10:00:00 [__init__.py:1] Automatically detected platform {device}.\n"
-                   f"ERROR 12-01 10:00:05 [worker.py:1] ValueError: Free memory on device {device}:0 (7.0/16.0 GiB) "
-                   "on startup is less than desired GPU memory utilization (0.9, 14.4 GiB).\n")
+    log.write_text(
+        f"INFO 12-01 10:00:00 [__init__.py:1] Automatically detected platform {device}.\n"
+        f"ERROR 12-01 10:00:05 [worker.py:1] ValueError: Free memory on device {device}:0 (7.0/16.0 GiB) "
+        "on startup is less than desired GPU memory utilization (0.9, 14.4 GiB).\n"
+    )
     report = analysed(log)
     shown = text.render([report])
     assert report.backend == device and f"({device.upper()} backend)" in shown

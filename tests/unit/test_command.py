@@ -1,4 +1,5 @@
 """The corrected command: rebuilt from the log, one flag changed in place, always shell-quoted."""
+
 from __future__ import annotations
 
 import shlex
@@ -22,8 +23,10 @@ def test_a_log_that_names_no_entry_point_gets_vllm_serve():
 
 
 def test_a_long_command_wraps_into_shell_continuations_that_paste_as_the_same_command():
-    printed = ("python -m vllm.entrypoints.openai.api_server --model /models/tiny-llama --port 18001 "
-               "--max-model-len 12288 --kv-cache-memory-bytes 4000000 --served-model-name 'my model'")
+    printed = (
+        "python -m vllm.entrypoints.openai.api_server --model /models/tiny-llama --port 18001 "
+        "--max-model-len 12288 --kv-cache-memory-bytes 4000000 --served-model-name 'my model'"
+    )
     lines = command.wrapped(printed, 60)
     assert all(len(line) <= 60 for line in lines) and all(line.endswith(" \\") for line in lines[:-1])
     assert shlex.split(" ".join(line.removesuffix(" \\") for line in lines)) == shlex.split(printed)
@@ -38,7 +41,9 @@ def test_flag_change_alone_when_the_log_has_no_command():
 
 
 def test_user_command_is_corrected_including_equals_and_underscore_forms():
-    report = analyze_fixture("007-", user_command="vllm serve org/model --max_model_len=1048576 --tensor-parallel-size 8")
+    report = analyze_fixture(
+        "007-", user_command="vllm serve org/model --max_model_len=1048576 --tensor-parallel-size 8"
+    )
     assert report.command.corrected == "vllm serve org/model --max-model-len 158720 --tensor-parallel-size 8"
 
 
@@ -50,16 +55,40 @@ def test_apply_sets_replaces_removes_and_switches():
 
 
 def test_namespace_dump_keeps_only_non_default_arguments():
-    args = {"model": "m", "port": 8000, "tensor_parallel_size": 2, "swap_space": 4, "max_model_len": 32768,
-            "gpu_memory_utilization": 0.95, "enforce_eager": True, "disable_log_stats": False}
+    args = {
+        "model": "m",
+        "port": 8000,
+        "tensor_parallel_size": 2,
+        "swap_space": 4,
+        "max_model_len": 32768,
+        "gpu_memory_utilization": 0.95,
+        "enforce_eager": True,
+        "disable_log_stats": False,
+    }
     assert command.from_args(args, command.NAMESPACE_DEFAULTS) == [
-        "vllm", "serve", "m", "--tensor-parallel-size", "2", "--max-model-len", "32768",
-        "--gpu-memory-utilization", "0.95", "--enforce-eager"]
+        "vllm",
+        "serve",
+        "m",
+        "--tensor-parallel-size",
+        "2",
+        "--max-model-len",
+        "32768",
+        "--gpu-memory-utilization",
+        "0.95",
+        "--enforce-eager",
+    ]
 
 
 def test_engine_config_line_gives_the_model_and_memory_flags():
-    argv = command.from_config({"model": "'/models/x'", "max_seq_len": "4096", "tensor_parallel_size": "1",
-                                "quantization": "None", "enforce_eager": "True"})
+    argv = command.from_config(
+        {
+            "model": "'/models/x'",
+            "max_seq_len": "4096",
+            "tensor_parallel_size": "1",
+            "quantization": "None",
+            "enforce_eager": "True",
+        }
+    )
     assert argv == ["vllm", "serve", "/models/x", "--max-model-len", "4096", "--enforce-eager"]
 
 

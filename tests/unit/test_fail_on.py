@@ -1,4 +1,5 @@
 """--fail-on: which findings make the exit code 1, on real logs."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Each message wording, parsed from a real line of a fixture into its fact kind and values."""
+
 from __future__ import annotations
 
 import json
@@ -43,6 +44,7 @@ def test_every_sample_is_a_real_line():
 def test_every_message_rule_has_a_real_sample():
     """Each alternative of the grammar's `message` rule (aliases included) has a checked sample."""
     from advisor.parse.grammar import message_parser
+
     produced = {str(r.alias or r.origin.name) for r in message_parser().rules}
     text = (ROOT / "grammars" / "messages.lark").read_text()
     block = text.split("?message:", 1)[1].split("\n\n", 1)[0]
@@ -59,14 +61,17 @@ def test_exception_counts_only_at_the_start_of_the_body():
     assert not [f for f in facts if f.kind == "exception"]
 
 
-@pytest.mark.parametrize("fixture,number,process,level", [
-    ("019-", 1, "EngineCore_DP0 pid=223840", "ERROR"),
-    ("064-", 1, "RayWorkerWrapper pid=2711, ip=████████████", "INFO"),
-    ("065-", 1, "VllmWorker rank=3 pid=1090", "ERROR"),
-    ("081-", 5, "[rank0]", None),
-    ("011-", 3, None, "ERROR"),  # old era: "ERROR 02-07 11:28:26 engine.py:389]"
-    ("040-", 1, None, "WARNING"),  # docs example without "]"
-])
+@pytest.mark.parametrize(
+    "fixture,number,process,level",
+    [
+        ("019-", 1, "EngineCore_DP0 pid=223840", "ERROR"),
+        ("064-", 1, "RayWorkerWrapper pid=2711, ip=████████████", "INFO"),
+        ("065-", 1, "VllmWorker rank=3 pid=1090", "ERROR"),
+        ("081-", 5, "[rank0]", None),
+        ("011-", 3, None, "ERROR"),  # old era: "ERROR 02-07 11:28:26 engine.py:389]"
+        ("040-", 1, None, "WARNING"),  # docs example without "]"
+    ],
+)
 def test_envelope(fixture, number, process, level):
     envelope = split_envelope(fixture_line(fixture, number))
     assert (envelope.process, envelope.level) == (process, level)
@@ -75,7 +80,9 @@ def test_envelope(fixture, number, process, level):
 def long_texts() -> list[str]:
     """Every real line of the fixtures, and each run into a long one: real lines, each followed by prose
     full of anchor words that are not anchors, as in a long prompt that quotes code."""
-    lines = [line.text for path in sorted(FIXTURES.rglob("*.log")) for line in sources.lines(sources.read_chunks(str(path)))]
+    lines = [
+        line.text for path in sorted(FIXTURES.rglob("*.log")) for line in sources.lines(sources.read_chunks(str(path)))
+    ]
     prose = "an Error here, the Exception there, Engine 7 was fine, Shutting, File, blocks and words " * 15
     return lines + [prose + line + prose for line in lines[::25]]
 
@@ -87,7 +94,9 @@ def test_find_anchor_is_the_anchor_regex_search():
         for position in sorted({0, 1, len(text) // 3, len(text) // 2, max(len(text) - 40, 0)}):
             plain = anchor_regex().search(text, position)
             for fast in (find_anchor(text, position), search.find(position)):
-                assert (fast and (fast.span(), fast.lastgroup)) == (plain and (plain.span(), plain.lastgroup)), text[:120]
+                assert (fast and (fast.span(), fast.lastgroup)) == (plain and (plain.span(), plain.lastgroup)), text[
+                    :120
+                ]
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 120, 133, 160, 200])
@@ -96,8 +105,10 @@ def test_a_message_hard_wrapped_by_a_terminal_is_read_whole(width):
     # as a terminal does, mid-word: the anchor "max seq len (" and the estimate 15488 fall apart.
     from advisor.ingest.sources import Line
     from advisor.parse.continuation import continued_facts
+
     text = fixture_line("088-", 89)
-    rows = [Line(n + 1, text[i:i + width]) for n, i in enumerate(range(0, len(text), width))]
+    rows = [Line(n + 1, text[i : i + width]) for n, i in enumerate(range(0, len(text), width))]
     facts = [f for f in continued_facts(rows, parse_line) if f.kind == "kv_cache_error"]
-    assert [f.values for f in facts] == [{"max_seq_len": 32768, "kv_needed_gib": 0.01, "kv_available_gib": 0.0,
-                                         "estimated_max_model_len": 15488}]
+    assert [f.values for f in facts] == [
+        {"max_seq_len": 32768, "kv_needed_gib": 0.01, "kv_available_gib": 0.0, "estimated_max_model_len": 15488}
+    ]

@@ -1,4 +1,5 @@
 """The package's import graph keeps the data flow's shape: the fast path stays behind one door."""
+
 from __future__ import annotations
 
 import ast
@@ -49,7 +50,16 @@ def test_every_stage_is_one_subpackage_deep():
     deeper = [p for p in MODULES if len(p.relative_to(PACKAGE).parts) > 3]
     assert not deeper, deeper
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == {
-        "ingest", "parse", "rules", "report", "fast", "stream", "live", "scrape", "plan"}
+        "ingest",
+        "parse",
+        "rules",
+        "report",
+        "fast",
+        "stream",
+        "live",
+        "scrape",
+        "plan",
+    }
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "plan").glob("*.py")), ids=lambda p: module_name(p))
@@ -61,6 +71,8 @@ def test_plan_reads_no_logs(path):
 
 def test_json_and_markdown_reports_do_not_import_rich():
     # rich takes longer to import than a small log's JSON report takes to write.
-    code = ("import sys; from advisor.report.formats import render; from advisor import analyze; "
-            "render('markdown', [analyze(b'')]); render('json', [analyze(b'')]); assert 'rich' not in sys.modules")
+    code = (
+        "import sys; from advisor.report.formats import render; from advisor import analyze; "
+        "render('markdown', [analyze(b'')]); render('json', [analyze(b'')]); assert 'rich' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

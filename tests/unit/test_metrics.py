@@ -1,4 +1,5 @@
 """`follow --metrics-port`: Prometheus text format scraped while a fixture is followed."""
+
 from __future__ import annotations
 
 import io
@@ -61,9 +62,19 @@ def test_loopback_by_default_and_only_metrics(served):
 def test_scraped_while_the_cli_follows_a_file():
     log, port = fixture_path("091"), free_port()
     lines = len(io.BytesIO(log.read_bytes()).readlines())
-    follower = subprocess.Popen([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
-                                 "follow", str(log), "--metrics-port", str(port)], stdout=subprocess.PIPE,
-                                preexec_fn=sigint_default)
+    follower = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from advisor.cli import main; sys.exit(main())",
+            "follow",
+            str(log),
+            "--metrics-port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        preexec_fn=sigint_default,
+    )
     try:
         deadline, text = time.monotonic() + 30, ""
         while f"vllm_advisor_lines_read_total {lines}\n" not in text and time.monotonic() < deadline:

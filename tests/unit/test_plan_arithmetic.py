@@ -3,6 +3,7 @@
 Each expectation is written out from the config's numbers and vLLM 0.32's rules
 (kv_cache_interface.py, kv_cache_utils.py), not computed by the code under test.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,7 @@ from advisor.plan import model, planner
 from advisor.plan.figures import PlanError
 
 CONFIGS = FIXTURES / "plan/configs"
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 def plan(name: str, **flags) -> planner.Plan:
@@ -29,8 +30,8 @@ def test_gqa_llama_full_attention():
     result = plan("llama-3.1-8b", kv_cache_memory_bytes=8 * GIB, max_model_len=131072)
     assert value(result, "KV bytes per token per GPU") == 32 * 2 * 8 * 128 * 2 == 131072
     # CUDA block of 16 tokens: one block of all 32 layers is 16 x 131072 B = 2 MiB.
-    assert value(result, "bytes per block") == 16 * 131072 == 2 * 1024 ** 2
-    assert value(result, "KV cache blocks") == 8 * GIB // (2 * 1024 ** 2) == 4096
+    assert value(result, "bytes per block") == 16 * 131072 == 2 * 1024**2
+    assert value(result, "KV cache blocks") == 8 * GIB // (2 * 1024**2) == 4096
     # A 131072-token request needs 131072 / 16 = 8192 blocks: half a request fits.
     assert value(result, "blocks per request") == 8192
     assert value(result, "maximum concurrency") == 0.5
@@ -56,15 +57,26 @@ def test_kv_heads_split_over_tp_and_replicated_beyond(tp, kv_heads_per_gpu):
 
 def test_mha_and_mqa_from_the_same_rule(tmp_path):
     import json
+
     config = json.loads((CONFIGS / "llama-3.1-8b/config.json").read_text())
     del config["num_key_value_heads"]  # no KV head count: one per attention head (MHA)
     (tmp_path / "config.json").write_text(json.dumps(config))
-    assert value(planner.plan(planner.Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
-                 "KV bytes per token per GPU") == 32 * 2 * 32 * 128 * 2
+    assert (
+        value(
+            planner.plan(planner.Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
+            "KV bytes per token per GPU",
+        )
+        == 32 * 2 * 32 * 128 * 2
+    )
     config.update(model_type="falcon", multi_query=True)  # Falcon's old decoder: multi_query, one KV head
     (tmp_path / "config.json").write_text(json.dumps(config))
-    assert value(planner.plan(planner.Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
-                 "KV bytes per token per GPU") == 32 * 2 * 1 * 128 * 2
+    assert (
+        value(
+            planner.plan(planner.Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
+            "KV bytes per token per GPU",
+        )
+        == 32 * 2 * 1 * 128 * 2
+    )
 
 
 def test_sliding_window_mistral_caps_every_layer_at_its_window():
@@ -72,7 +84,7 @@ def test_sliding_window_mistral_caps_every_layer_at_its_window():
     # In flight: 2 batches (CUDA async scheduling) x 2048 batched tokens = 4096.
     result = plan("mistral-7b-v0.1", kv_cache_memory_bytes=4 * GIB, max_num_batched_tokens=2048)
     assert result.shape.layer_kinds == ["sliding"] * 32
-    assert value(result, "bytes per block") == 32 * 16 * 8 * 2 * 128 * 2 == 2 * 1024 ** 2
+    assert value(result, "bytes per block") == 32 * 16 * 8 * 2 * 128 * 2 == 2 * 1024**2
     # A request holds min(4096 - 1 + 4096, 32768) = 8191 tokens: cdiv(8191, 16) + 1 = 513 blocks,
     # not the 32768 / 16 = 2048 a full-attention layer would need.
     assert value(result, "blocks per request") == 513
@@ -99,6 +111,7 @@ def test_interleaved_gemma2_pads_groups_of_sliding_and_full_layers():
 
 def test_qwen2_without_use_sliding_window_is_full_attention(tmp_path):
     import json
+
     config = json.loads((CONFIGS / "mistral-7b-v0.1/config.json").read_text())
     config.update(model_type="qwen2", sliding_window=131072, use_sliding_window=False)
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -180,6 +193,7 @@ def test_pipeline_stages_hold_their_own_layers():
 
 def test_linear_rope_scaling_multiplies_the_models_length(tmp_path):
     import json
+
     config = json.loads((CONFIGS / "mistral-7b-v0.1/config.json").read_text())
     config["rope_scaling"] = {"type": "linear", "factor": 2.0}  # vLLM multiplies it in; llama3 and yarn not
     (tmp_path / "config.json").write_text(json.dumps(config))

@@ -1,4 +1,5 @@
 """Remedies never break their own rules, on every real log and every adversarial one."""
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,10 @@ def test_remedies_keep_their_own_rules(path):
     facts = report.facts
     # What was free when vLLM started (an OOM's "free" is what was left after vLLM took its share).
     at_startup = [e.values for e in report.events if e.kind in STARTUP_FREE_MEMORY]
-    ceiling = min([MAX_UTILIZATION] + [v["free_gpu_gib"] / v["total_gpu_gib"] for v in at_startup
-                                       if v.get("total_gpu_gib") and "free_gpu_gib" in v])
+    ceiling = min(
+        [MAX_UTILIZATION]
+        + [v["free_gpu_gib"] / v["total_gpu_gib"] for v in at_startup if v.get("total_gpu_gib") and "free_gpu_gib" in v]
+    )
     block = facts.get("block_size") or DEFAULT_BLOCK_SIZE.get(backend, CUDA_BLOCK_SIZE)
     fit = facts.get("estimated_max_model_len") or facts.get("max_tokens_in_kv_cache") or facts.get("kv_cache_tokens")
     for finding in report.findings:

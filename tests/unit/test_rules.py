@@ -1,4 +1,5 @@
 """Each rule fires on a real log that shows its problem and stays quiet on a near miss."""
+
 from __future__ import annotations
 
 import re
@@ -127,7 +128,7 @@ def test_rule_files_reject_duplicate_codes(tmp_path):
 
 
 def test_rule_files_reject_unsafe_expressions(tmp_path):
-    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID + 'when = "__import__(\'os\').system(\'true\')"\n')
+    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID + "when = \"__import__('os').system('true')\"\n")
     with pytest.raises(RuleSetError, match="may be called"):
         load_rules(tmp_path)
 
@@ -154,6 +155,7 @@ def test_derived_names_are_what_arithmetic_derives():
 def test_a_firing_condition_that_reads_a_derived_name_is_rejected_at_load(tmp_path):
     text = (ROOT / "rules" / "S101-kv-cache-insufficient.toml").read_text()
     (tmp_path / "S101-kv-cache-insufficient.toml").write_text(
-        re.sub(r'(?m)^(event = .*)$', r'\1\nwhen = "suggested_max_model_len > 0"', text, count=1))
+        re.sub(r"(?m)^(event = .*)$", r'\1\nwhen = "suggested_max_model_len > 0"', text, count=1)
+    )
     with pytest.raises(RuleSetError, match="suggested_max_model_len, which are derived only once the rule fires"):
         load_rules(tmp_path)

@@ -1,4 +1,5 @@
 """The shipped JSON Schemas: made from the contract's models, and every golden report keeps them."""
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,9 @@ def test_schemas_reject_what_the_contract_does_not_allow():
         validator("report").validate({key: value for key, value in report.items() if key != "verdict"})
 
 
-@pytest.mark.parametrize("name", ["088-live-v0320-cpu-kv-too-small-32k.log", "091-live-v0320-cpu-preemption-inferred.log"])
+@pytest.mark.parametrize(
+    "name", ["088-live-v0320-cpu-kv-too-small-32k.log", "091-live-v0320-cpu-preemption-inferred.log"]
+)
 def test_streamed_finding_records_keep_the_schema(name):
     with open(ROOT / "fixtures" / "corpus" / name, "rb") as log:
         records = [item.to_dict() for item in follow_lines(log, name)]

@@ -1,5 +1,6 @@
 """The metric names of every vLLM release (advisor/scrape/names.json, read from each release's source by
 tools/metric_names/extract.py) against what the rules read and what the captured dumps hold."""
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,26 @@ from advisor.scrape.snapshot import parse
 RELEASES = table()["releases"]
 # Where each measure the rules read first appears; from there on every release must name it
 # (a rename that MEASURES missed would leave a gap).
-FIRST = {"kv_cache_usage": "0.2.3", "running": "0.2.3", "waiting": "0.2.3", "preemptions": "0.4.3",
-         "success": "0.4.2", "prompt_tokens": "0.3.1", "generation_tokens": "0.3.1", "ttft": "0.3.1",
-         "tpot": "0.3.1", "e2e": "0.3.1", "queue_time": "0.6.4", "prefill_time": "0.6.4",
-         "decode_time": "0.6.4", "prompt_length": "0.4.2", "generation_length": "0.4.2",
-         "prefix_queries": "0.7.3", "prefix_hits": "0.7.3", "cache_config": "0.3.3"}
+FIRST = {
+    "kv_cache_usage": "0.2.3",
+    "running": "0.2.3",
+    "waiting": "0.2.3",
+    "preemptions": "0.4.3",
+    "success": "0.4.2",
+    "prompt_tokens": "0.3.1",
+    "generation_tokens": "0.3.1",
+    "ttft": "0.3.1",
+    "tpot": "0.3.1",
+    "e2e": "0.3.1",
+    "queue_time": "0.6.4",
+    "prefill_time": "0.6.4",
+    "decode_time": "0.6.4",
+    "prompt_length": "0.4.2",
+    "generation_length": "0.4.2",
+    "prefix_queries": "0.7.3",
+    "prefix_hits": "0.7.3",
+    "cache_config": "0.3.3",
+}
 
 
 def order(version: str) -> int:
@@ -46,8 +62,9 @@ def test_release_names_every_measure_it_has(version):
     assert all(kind in ("counter", "gauge", "histogram", "summary", "info") for kind in names.values())
 
 
-@pytest.mark.parametrize("dump", sorted((FIXTURES / "live").rglob("*.metrics.txt")),
-                         ids=lambda p: str(p.relative_to(FIXTURES / "live")))
+@pytest.mark.parametrize(
+    "dump", sorted((FIXTURES / "live").rglob("*.metrics.txt")), ids=lambda p: str(p.relative_to(FIXTURES / "live"))
+)
 def test_captured_dump_matches_its_own_release(dump):
     version = json.loads(dump.with_name(dump.name.replace(".metrics.txt", ".json")).read_text())["vllm_version"]
     snapshot = parse(read(str(dump)))

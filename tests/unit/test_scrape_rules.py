@@ -1,5 +1,6 @@
 """Each metric rule on a real dump it must fire on and a near miss (fixtures/metrics/cases.toml), and the
 captured dumps of five releases judged as what they were."""
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,18 @@ from advisor.scrape.snapshot import parse
 
 CASES = tomllib.loads((FIXTURES / "metrics" / "cases.toml").read_text())["cases"]
 DUMPS = sorted((FIXTURES / "live").rglob("*.metrics.txt"))
+
+
 def fired(case: dict) -> set[str]:
     if "previous" in case:  # follow's comparison of two polls
         comparison = Comparison("poll")
         comparison.take(snapshot_of(case["previous"], case.get("previous_set"), ago=case["seconds"]), 0)
         return {item.finding.rule for item in comparison.take(snapshot_of(case["dumps"][0], case.get("set")), 0)}
     on = case.get("set_on")
-    snapshots = [snapshot_of(dump, case.get("set") if on in (None, index) else None, case.get("observe"))
-                 for index, dump in enumerate(case["dumps"])]
+    snapshots = [
+        snapshot_of(dump, case.get("set") if on in (None, index) else None, case.get("observe"))
+        for index, dump in enumerate(case["dumps"])
+    ]
     return {f.rule for f in join(None, None, snapshots, []).findings}
 
 

@@ -1,4 +1,5 @@
 """Sources and unwrap: each wrapper on real lines, line numbering, and no damage to vLLM's own lines."""
+
 from __future__ import annotations
 
 import gzip
@@ -58,8 +59,10 @@ def test_ray_process_tag_is_kept(name, number):
 
 def test_ray_repeated_suffix_is_removed():
     assert raw_line("067", 2).endswith(" [repeated 30x across cluster]")
-    assert fixture_line("067", 2) == ("(RayWorkerWrapper pid=1463574, ip=192.168.10.60) INFO 03-27 10:29:01 "
-                                      "[worker.py:267] Memory profiling takes 4.26 seconds")
+    assert fixture_line("067", 2) == (
+        "(RayWorkerWrapper pid=1463574, ip=192.168.10.60) INFO 03-27 10:29:01 "
+        "[worker.py:267] Memory profiling takes 4.26 seconds"
+    )
 
 
 def test_plain_logs_pass_through_unchanged():
@@ -73,12 +76,15 @@ def test_plain_logs_pass_through_unchanged():
                 assert clean(raw) == raw, f"{name}:{number}"
 
 
-@pytest.mark.parametrize("line", [
-    "INFO 03-01 10:30:42 cuda.py:230] Using FlashAttention backend.",
-    raw_line("089", 230),  # uvicorn access log: INFO:     127.0.0.1:41604 - "POST ...
-    raw_line("043", 1),
-    raw_line("081", 6),
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO 03-01 10:30:42 cuda.py:230] Using FlashAttention backend.",
+        raw_line("089", 230),  # uvicorn access log: INFO:     127.0.0.1:41604 - "POST ...
+        raw_line("043", 1),
+        raw_line("081", 6),
+    ],
+)
 def test_vllm_line_is_not_mangled(line):
     assert clean(line) == line.removesuffix(" [repeated 6x across cluster]")
 
@@ -86,39 +92,48 @@ def test_vllm_line_is_not_mangled(line):
 VLLM = "(EngineCore pid=7704) INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB"
 
 
-@pytest.mark.parametrize("wrapper", [
-    "Nov 29 09:50:01 gpu-node-3 vllm[1234]: ",  # journalctl short
-    "Nov  9 09:50:01 gpu-node-3 vllm[1234]: ",  # space-padded day
-    "Nov 29 09:50:01 gpu-node-3 bash[1893]: ",
-    "Nov 29 09:50:01 gpu-node-3 python3[2211]: ",
-    "Nov 29 09:50:01 gpu-node-3 vllm: ",  # identifier without pid
-    "Mär 03 09:50:01 gpu-node-3 vllm[1234]: ",  # German
-    "déc. 03 09:50:01 gpu-node-3 vllm[1234]: ",  # French
-    "dic 03 09:50:01 gpu-node-3 vllm[1234]: ",  # Spanish
-    "11月 29 09:50:01 gpu-node-3 vllm[1234]: ",  # Japanese
-    "Nov 29 09:50:01.123456 gpu-node-3 vllm[1234]: ",  # short-precise
-    "2026-11-29T09:50:01+0100 gpu-node-3 vllm[1234]: ",  # short-iso
-    "2026-11-29T09:50:01+01:00 gpu-node-3 vllm[1234]: ",  # short-iso, systemd >= 254
-    "2026-11-29T09:50:01.123456+01:00 gpu-node-3 vllm[1234]: ",  # short-iso-precise
-    "vllm-1  | ",  # docker compose
-    "\x1b[36mvllm-1  | \x1b[0m",  # docker compose, coloured
-    "vllm_1       | ",  # docker-compose v1, padded
-    "2026-11-29T09:50:01.123456789Z ",  # kubectl logs --timestamps, docker logs -t
-    "[pod/vllm-7d9f8b6c4-x2k9p/vllm] ",  # kubectl logs --prefix
-    "[pod/vllm-7d9f8b6c4-x2k9p/vllm] 2026-11-29T09:50:01.123456789Z ",  # --prefix --timestamps
-    "vllm-1  | Nov 29 09:50:01 gpu-node-3 vllm[1234]: ",  # compose around journalctl
-])
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        "Nov 29 09:50:01 gpu-node-3 vllm[1234]: ",  # journalctl short
+        "Nov  9 09:50:01 gpu-node-3 vllm[1234]: ",  # space-padded day
+        "Nov 29 09:50:01 gpu-node-3 bash[1893]: ",
+        "Nov 29 09:50:01 gpu-node-3 python3[2211]: ",
+        "Nov 29 09:50:01 gpu-node-3 vllm: ",  # identifier without pid
+        "Mär 03 09:50:01 gpu-node-3 vllm[1234]: ",  # German
+        "déc. 03 09:50:01 gpu-node-3 vllm[1234]: ",  # French
+        "dic 03 09:50:01 gpu-node-3 vllm[1234]: ",  # Spanish
+        "11月 29 09:50:01 gpu-node-3 vllm[1234]: ",  # Japanese
+        "Nov 29 09:50:01.123456 gpu-node-3 vllm[1234]: ",  # short-precise
+        "2026-11-29T09:50:01+0100 gpu-node-3 vllm[1234]: ",  # short-iso
+        "2026-11-29T09:50:01+01:00 gpu-node-3 vllm[1234]: ",  # short-iso, systemd >= 254
+        "2026-11-29T09:50:01.123456+01:00 gpu-node-3 vllm[1234]: ",  # short-iso-precise
+        "vllm-1  | ",  # docker compose
+        "\x1b[36mvllm-1  | \x1b[0m",  # docker compose, coloured
+        "vllm_1       | ",  # docker-compose v1, padded
+        "2026-11-29T09:50:01.123456789Z ",  # kubectl logs --timestamps, docker logs -t
+        "[pod/vllm-7d9f8b6c4-x2k9p/vllm] ",  # kubectl logs --prefix
+        "[pod/vllm-7d9f8b6c4-x2k9p/vllm] 2026-11-29T09:50:01.123456789Z ",  # --prefix --timestamps
+        "vllm-1  | Nov 29 09:50:01 gpu-node-3 vllm[1234]: ",  # compose around journalctl
+    ],
+)
 def test_wrapper_is_removed(wrapper):
     assert clean(wrapper + VLLM) == VLLM
 
 
-@pytest.mark.parametrize("coloured", [
-    "(EngineCore pid=7704) \x1b[32mINFO\x1b[0m 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
-    "(EngineCore pid=7704) ^[[32mINFO^[[0m 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
-    "\x1b[36m(EngineCore pid=7704)\x1b[0m INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
-    "\x1b]0;vllm serve\x07(EngineCore pid=7704) INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
-    "(EngineCore pid=7704) INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV\x00 cache memory: 26.51 GiB",
-])
+@pytest.mark.parametrize(
+    "coloured",
+    [
+        "(EngineCore pid=7704) \x1b[32mINFO\x1b[0m 08-19 18:01:04 [gpu_worker.py:563] "
+        "Available KV cache memory: 26.51 GiB",
+        "(EngineCore pid=7704) ^[[32mINFO^[[0m 08-19 18:01:04 [gpu_worker.py:563] Available KV cache memory: 26.51 GiB",
+        "\x1b[36m(EngineCore pid=7704)\x1b[0m INFO 08-19 18:01:04 [gpu_worker.py:563] "
+        "Available KV cache memory: 26.51 GiB",
+        "\x1b]0;vllm serve\x07(EngineCore pid=7704) INFO 08-19 18:01:04 [gpu_worker.py:563] "
+        "Available KV cache memory: 26.51 GiB",
+        "(EngineCore pid=7704) INFO 08-19 18:01:04 [gpu_worker.py:563] Available KV\x00 cache memory: 26.51 GiB",
+    ],
+)
 def test_colour_codes_and_nuls_are_removed(coloured):
     assert clean(coloured) == VLLM
 
@@ -132,17 +147,27 @@ def test_journal_json_message_forms():
     assert journal_message("\x1e" + json.dumps(record)) == VLLM  # -o json-seq
 
 
-@pytest.mark.parametrize("text", [
-    VLLM, '{"MESSAGE": "unterminated', '{"message": "not journald"}', '["MESSAGE"]',
-    "{'MESSAGE': 'a Python dict printed in a log'}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        VLLM,
+        '{"MESSAGE": "unterminated',
+        '{"message": "not journald"}',
+        '["MESSAGE"]',
+        "{'MESSAGE': 'a Python dict printed in a log'}",
+    ],
+)
 def test_non_journal_lines_are_kept(text):
     assert journal_message(text) == text
 
 
 def test_journal_json_keeps_line_numbers():
-    records = [{"MESSAGE": "first"}, {"MESSAGE": None}, {"MESSAGE": list(b"\x1b[32mthird\x1b[0m")},
-               {"MESSAGE": "fourth\nstill fourth"}]
+    records = [
+        {"MESSAGE": "first"},
+        {"MESSAGE": None},
+        {"MESSAGE": list(b"\x1b[32mthird\x1b[0m")},
+        {"MESSAGE": "fourth\nstill fourth"},
+    ]
     data = "\n".join(json.dumps(r) for r in records).encode() + b"\n"
     assert texts(data) == [(1, "first"), (3, "third"), (4, "fourth"), (4, "still fourth")]
 
@@ -158,7 +183,7 @@ def test_invalid_utf8_never_crashes():
 
 def test_numbering_survives_chunk_borders():
     data = b"".join(f"Nov 29 09:50:01 host vllm[1]: line {n}\n".encode() for n in range(1, 501))
-    chunks = [data[i:i + 7] for i in range(0, len(data), 7)]
+    chunks = [data[i : i + 7] for i in range(0, len(data), 7)]
     assert [(line.number, line.text) for line in sources.lines(chunks)] == [(n, f"line {n}") for n in range(1, 501)]
 
 
@@ -173,13 +198,18 @@ def test_gzip_and_plain_files_read_the_same(tmp_path):
 
 def test_journalctl_piped_to_stdin(monkeypatch, capsys):
     # `journalctl -u vllm | vllm-advisor`: the verdict points at the journal's own line number.
-    wrapped = b"".join(b"Nov 29 09:50:01 gpu-node-3 vllm[1234]: " + line
-                       for line in fixture_path("001").read_bytes().splitlines(keepends=True))
+    wrapped = b"".join(
+        b"Nov 29 09:50:01 gpu-node-3 vllm[1234]: " + line
+        for line in fixture_path("001").read_bytes().splitlines(keepends=True)
+    )
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(wrapped))))
     assert cli.main(["--format", "json"]) == cli.EXIT_FAILURE
     report = json.loads(capsys.readouterr().out)
     assert (report["source"], report["verdict"]["failure"], report["verdict"]["line"]) == (
-        "<stdin>", "kv_cache_insufficient", 5)
+        "<stdin>",
+        "kv_cache_insufficient",
+        5,
+    )
 
 
 def test_several_files_are_each_reported(tmp_path, capsys):
@@ -188,7 +218,9 @@ def test_several_files_are_each_reported(tmp_path, capsys):
     assert cli.main(["--format", "json", str(fixture_path("056")), str(rotated)]) == cli.EXIT_FAILURE
     reports = json.loads(capsys.readouterr().out)
     assert [(r["verdict"]["phase"], r["verdict"]["failure"]) for r in reports] == [
-        ("healthy", "none"), ("startup", "kv_cache_insufficient")]
+        ("healthy", "none"),
+        ("startup", "kv_cache_insufficient"),
+    ]
 
 
 def test_what_unwrap_cuts_from_inside_a_line_is_named_for_the_fast_path():

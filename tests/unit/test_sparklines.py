@@ -1,4 +1,5 @@
 """The run at a glance: sparklines from real stats lines, findings marked, 80 columns."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,7 @@ def test_091_kv_usage_peaks_where_preemption_is_marked():
     kv_row = next(line for line in timeline if line.lstrip().startswith("KV cache"))
     mark_row = next(line for line in timeline if line.strip() == MARK)
     start = len("  ") + sparklines.LABEL_WIDTH + 1
-    bars = kv_row[start:start + len(stats)]
+    bars = kv_row[start : start + len(stats)]
     peak = max(range(len(stats)), key=lambda i: stats[i].values["kv_cache_usage_pct"])
     assert bars[peak] == BARS[-1] and stats[peak].values["kv_cache_usage_pct"] == 95.5
     # R103 rests on the stats line at 95.5%: the mark sits under that column.

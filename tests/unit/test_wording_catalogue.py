@@ -1,4 +1,5 @@
 """Every catalogued wording of every vLLM release is recognised as curated, or ignored with a reason."""
+
 from __future__ import annotations
 
 import sys

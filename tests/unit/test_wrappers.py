@@ -1,4 +1,5 @@
 """Wrapping never changes the verdict: every fixture, wrapped as operators' tools print it, reads the same."""
+
 from __future__ import annotations
 
 import gzip
@@ -43,8 +44,13 @@ def journal_short_precise(number: int, line: bytes) -> bytes:
 
 
 def journal_record(line: bytes, as_bytes: bool) -> dict:
-    record = {"__CURSOR": "s=4f2d;i=1a2b", "_HOSTNAME": "gpu-node-3", "SYSLOG_IDENTIFIER": "vllm",
-              "_PID": "7704", "PRIORITY": "6"}
+    record = {
+        "__CURSOR": "s=4f2d;i=1a2b",
+        "_HOSTNAME": "gpu-node-3",
+        "SYSLOG_IDENTIFIER": "vllm",
+        "_PID": "7704",
+        "PRIORITY": "6",
+    }
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
@@ -103,13 +109,20 @@ def cat(number: int, line: bytes) -> bytes:
 
 
 PER_LINE: dict[str, Callable[[int, bytes], bytes]] = {
-    "journalctl-short": journal_short, "journalctl-short-iso": journal_short_iso,
-    "journalctl-short-precise": journal_short_precise, "journalctl-json": journal_json,
-    "journalctl-json-bytes": journal_json_bytes, "journalctl-cat": cat,
-    "compose": compose, "compose-colour": compose_colour,
-    "kubectl-timestamps": kubectl_timestamps, "kubectl-prefix": kubectl_prefix,
+    "journalctl-short": journal_short,
+    "journalctl-short-iso": journal_short_iso,
+    "journalctl-short-precise": journal_short_precise,
+    "journalctl-json": journal_json,
+    "journalctl-json-bytes": journal_json_bytes,
+    "journalctl-cat": cat,
+    "compose": compose,
+    "compose-colour": compose_colour,
+    "kubectl-timestamps": kubectl_timestamps,
+    "kubectl-prefix": kubectl_prefix,
     "kubectl-prefix-timestamps": kubectl_prefix_timestamps,
-    "ansi-level": ansi_level, "caret-level": caret_level, "crlf": crlf,
+    "ansi-level": ansi_level,
+    "caret-level": caret_level,
+    "crlf": crlf,
 }
 
 
@@ -145,7 +158,7 @@ def _chunks(data: bytes):
     # Read in small chunks so line splitting across chunk borders is exercised too.
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    return (data[i:i + 4096] for i in range(0, len(data), 4096))
+    return (data[i : i + 4096] for i in range(0, len(data), 4096))
 
 
 @cache
@@ -181,6 +194,7 @@ def test_forms_really_wrap():
 
 def test_wrapped_fixtures_are_nontrivial():
     # The comparison means something only if each original has a verdict or events to lose.
-    empty = [p.name for p in LOGS
-             if not original_report(p)["events"] and original_report(p)["verdict"]["phase"] == "unknown"]
+    empty = [
+        p.name for p in LOGS if not original_report(p)["events"] and original_report(p)["verdict"]["phase"] == "unknown"
+    ]
     assert empty == []

@@ -1,4 +1,5 @@
 """Generate a realistic vLLM runtime log of a given size from the real corpus fixtures."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,7 @@ def failure_block(path: Path) -> list[str]:
     """What the failing fixture printed after its startup: the engine death and the shutdown."""
     lines = path.read_text().splitlines(keepends=True)
     end = next(i for i, line in enumerate(lines) if STARTUP_END in line)
-    return lines[end + 1:]
+    return lines[end + 1 :]
 
 
 def clock(second: int) -> str:
@@ -55,9 +56,11 @@ def simulated_second(second: int, rng: random.Random, load: list[float]) -> list
         out.append(f'INFO:     127.0.0.1:{port} - "POST /v1/completions HTTP/1.1" 200 OK\n')
         if rng.random() < 0.2:
             request = f"cmpl-{rng.getrandbits(64):016x}-0"
-            out.append(f"(APIServer pid=12646) INFO {stamp} [logger.py:41] Received request {request}: "
-                       f"prompt_token_ids: [{rng.randrange(1, 32000)}, {rng.randrange(1, 32000)}], "
-                       f"max_tokens={rng.choice((64, 128, 256))}\n")
+            out.append(
+                f"(APIServer pid=12646) INFO {stamp} [logger.py:41] Received request {request}: "
+                f"prompt_token_ids: [{rng.randrange(1, 32000)}, {rng.randrange(1, 32000)}], "
+                f"max_tokens={rng.choice((64, 128, 256))}\n"
+            )
     if second % STATS_EVERY == 0:
         for engine in range(ENGINES):
             # Values drift like a real server's: a random walk of the KV cache usage.
@@ -67,7 +70,8 @@ def simulated_second(second: int, rng: random.Random, load: list[float]) -> list
                 f"Avg prompt throughput: {rng.uniform(0, 900):.1f} tokens/s, "
                 f"Avg generation throughput: {rng.uniform(0, 1500):.1f} tokens/s, "
                 f"Running: {rng.randrange(0, 9)} reqs, Waiting: {rng.randrange(0, 8)} reqs, "
-                f"CPU KV cache usage: {load[engine]:.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%\n")
+                f"CPU KV cache usage: {load[engine]:.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%\n"
+            )
     return out
 
 

@@ -1,4 +1,5 @@
 """Time the advisor against grep, ripgrep and wc on the same generated log; print one table."""
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,11 @@ def measure(argv: list[str], stdin: Path | None = None) -> tuple[float, float]:
     include the pages of this Python process that the child had before exec.
     """
     gnu_time = Path("/usr/bin/time")
-    with tempfile.NamedTemporaryFile("r") as rss_file, tempfile.TemporaryFile() as sink, \
-            (stdin.open("rb") if stdin else open(os.devnull, "rb")) as source:
+    with (
+        tempfile.NamedTemporaryFile("r") as rss_file,
+        tempfile.TemporaryFile() as sink,
+        stdin.open("rb") if stdin else open(os.devnull, "rb") as source,
+    ):
         prefix = [str(gnu_time), "-f", "%M", "-o", rss_file.name] if gnu_time.exists() else []
         start = time.perf_counter()
         process = subprocess.Popen(prefix + argv, stdin=source, stdout=sink)
@@ -69,10 +73,14 @@ def table(log: Path, repeat: int) -> str:
         seconds = min(s for s, _ in runs)  # the least disturbed run: other processes share the cores
         rows.append((name, seconds, max(r for _, r in runs)))
     grep_seconds = rows[0][1]
-    lines = [f"{log.name}: {size_mb:,.0f} MB, best of {repeat}",
-             f"{'tool':<28} {'seconds':>8} {'MB/s':>8} {'ratio to grep':>14} {'peak RSS MB':>12}"]
+    lines = [
+        f"{log.name}: {size_mb:,.0f} MB, best of {repeat}",
+        f"{'tool':<28} {'seconds':>8} {'MB/s':>8} {'ratio to grep':>14} {'peak RSS MB':>12}",
+    ]
     for name, seconds, rss in rows:
-        lines.append(f"{name:<28} {seconds:>8.2f} {size_mb / seconds:>8.0f} {seconds / grep_seconds:>14.2f} {rss:>12.0f}")
+        lines.append(
+            f"{name:<28} {seconds:>8.2f} {size_mb / seconds:>8.0f} {seconds / grep_seconds:>14.2f} {rss:>12.0f}"
+        )
         if name == FOLLOW:
             follow_rate = line_count(log) / seconds
     if FOLLOW in [name for name, _, _ in rows]:

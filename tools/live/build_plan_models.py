@@ -12,28 +12,83 @@ from transformers import AutoConfig, AutoModelForCausalLM
 # Small but shaped like the real families: head_dim 64 (vLLM 0.32's CPU attention rejects 16),
 # and the keys each family's config.json really uses (sliding_window, layer_types, kv_lora_rank...).
 ARCHITECTURES: dict[str, dict] = {
-    "llama-mha": dict(model_type="llama", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
-                      num_key_value_heads=4, head_dim=64),
-    "llama-gqa": dict(model_type="llama", num_hidden_layers=3, hidden_size=256, num_attention_heads=4,
-                      num_key_value_heads=2, head_dim=64),
-    "llama-mqa": dict(model_type="llama", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
-                      num_key_value_heads=1, head_dim=64),
+    "llama-mha": dict(
+        model_type="llama",
+        num_hidden_layers=2,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        head_dim=64,
+    ),
+    "llama-gqa": dict(
+        model_type="llama",
+        num_hidden_layers=3,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+    ),
+    "llama-mqa": dict(
+        model_type="llama",
+        num_hidden_layers=2,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=64,
+    ),
     # Every layer slides: vLLM gives each a sliding-window cache capped at the window.
-    "mistral-sliding": dict(model_type="mistral", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
-                            num_key_value_heads=2, head_dim=64, sliding_window=512),
+    "mistral-sliding": dict(
+        model_type="mistral",
+        num_hidden_layers=2,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        sliding_window=512,
+    ),
     # Interleaved: Gemma 2 alternates sliding and full layers (layer_types in its config).
-    "gemma2-interleaved": dict(model_type="gemma2", num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
-                               num_key_value_heads=2, head_dim=64, sliding_window=256,
-                               tie_word_embeddings=True),  # vLLM's Gemma 2 has no lm_head of its own
+    "gemma2-interleaved": dict(
+        model_type="gemma2",
+        num_hidden_layers=4,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        sliding_window=256,
+        tie_word_embeddings=True,
+    ),  # vLLM's Gemma 2 has no lm_head of its own
     # MLA: DeepSeek-V2 with one latent per token (kv_lora_rank + qk_rope_head_dim), no MoE layers.
-    "deepseek-v2-mla": dict(model_type="deepseek_v2", num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
-                            num_key_value_heads=4, kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=32,
-                            qk_nope_head_dim=32, v_head_dim=64, first_k_dense_replace=2, n_routed_experts=4,
-                            num_experts_per_tok=2, moe_intermediate_size=64),
+    "deepseek-v2-mla": dict(
+        model_type="deepseek_v2",
+        num_hidden_layers=2,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        kv_lora_rank=64,
+        q_lora_rank=None,
+        qk_rope_head_dim=32,
+        qk_nope_head_dim=32,
+        v_head_dim=64,
+        first_k_dense_replace=2,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=64,
+    ),
     # Hybrid: Jamba, mamba1 layers with attention every second layer, no MoE (one expert).
-    "jamba-hybrid": dict(model_type="jamba", num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
-                         num_key_value_heads=2, attn_layer_period=2, attn_layer_offset=1, mamba_d_state=16,
-                         mamba_d_conv=4, mamba_expand=2, num_experts=1, use_mamba_kernels=False),
+    "jamba-hybrid": dict(
+        model_type="jamba",
+        num_hidden_layers=4,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        attn_layer_period=2,
+        attn_layer_offset=1,
+        mamba_d_state=16,
+        mamba_d_conv=4,
+        mamba_expand=2,
+        num_experts=1,
+        use_mamba_kernels=False,
+    ),
 }
 
 
@@ -41,10 +96,17 @@ def build(name: str, out: Path, max_position_embeddings: int, dtype: str) -> dic
     tokenizer = build_tokenizer(400)
     shape = dict(ARCHITECTURES[name])
     config = AutoConfig.for_model(
-        shape.pop("model_type"), vocab_size=len(tokenizer), intermediate_size=2 * shape["hidden_size"],
-        max_position_embeddings=max_position_embeddings, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=None, dtype=dtype,
-        tie_word_embeddings=shape.pop("tie_word_embeddings", False), **shape)
+        shape.pop("model_type"),
+        vocab_size=len(tokenizer),
+        intermediate_size=2 * shape["hidden_size"],
+        max_position_embeddings=max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=None,
+        dtype=dtype,
+        tie_word_embeddings=shape.pop("tie_word_embeddings", False),
+        **shape,
+    )
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config).to(getattr(torch, dtype))
     out.mkdir(parents=True, exist_ok=True)

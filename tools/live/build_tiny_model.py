@@ -29,15 +29,18 @@ def build_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(CORPUS, trainer=trainer)
     # Llama prompts start with <s>; vLLM relies on the tokenizer adding it.
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tokenizer.token_to_id("<s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>",
-                                   unk_token="<unk>")
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tokenizer.token_to_id("<s>"))]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
 
 
 def main() -> None:
@@ -58,12 +61,18 @@ def main() -> None:
     tokenizer = build_tokenizer(args.vocab_size)
     hidden = args.hidden or args.heads * args.head_dim
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden,
-        num_hidden_layers=args.layers, num_attention_heads=args.heads,
-        num_key_value_heads=args.kv_heads, head_dim=args.head_dim,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        head_dim=args.head_dim,
         max_position_embeddings=args.max_position_embeddings,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        dtype=args.dtype)
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        dtype=args.dtype,
+    )
     torch.manual_seed(args.seed)
     model = LlamaForCausalLM(config).to(DTYPES[args.dtype])
 
@@ -73,8 +82,10 @@ def main() -> None:
 
     dtype_bytes = torch.tensor([], dtype=DTYPES[args.dtype]).element_size()
     kv_bytes = 2 * args.layers * args.kv_heads * args.head_dim * dtype_bytes
-    print(f"saved {args.out}: vocab {len(tokenizer)}, {sum(p.numel() for p in model.parameters()):,} "
-          f"parameters, KV cache {kv_bytes} bytes per token")
+    print(
+        f"saved {args.out}: vocab {len(tokenizer)}, {sum(p.numel() for p in model.parameters()):,} "
+        f"parameters, KV cache {kv_bytes} bytes per token"
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ sys.path.insert(0, str(REPO))
 from advisor.live import server as live_server  # noqa: E402  (needs the repo on sys.path first)
 
 DEFAULT_PYTHON = os.environ.get("VLLM_ADVISOR_VLLM_PYTHON") or str(
-    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python")
+    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"
+)
 MODELS = Path.home() / ".cache/vllm-advisor/models/plan"
 FIXTURES = REPO / "fixtures/plan"
 # Other sessions on this machine launch vLLM too: one launch at a time, machine-wide.
@@ -58,11 +59,9 @@ def launch_lock():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def capture(python: str, model: Path, max_model_len: int, kv_bytes: int, log_path: Path,
-            timeout: float = 400) -> str:
+def capture(python: str, model: Path, max_model_len: int, kv_bytes: int, log_path: Path, timeout: float = 400) -> str:
     """Start vLLM once under the machine-wide lock, stop it when the KV cache is sized; the log text."""
-    args = ["--model", str(model), "--max-model-len", str(max_model_len),
-            "--kv-cache-memory-bytes", str(kv_bytes)]
+    args = ["--model", str(model), "--max-model-len", str(max_model_len), "--kv-cache-memory-bytes", str(kv_bytes)]
     with launch_lock():
         server = live_server.start(python, args, log_path, live_server.free_port())
         try:
@@ -84,8 +83,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="architectures to capture (default: all)")
     parser.add_argument("--case", choices=sorted({case for _, case, _, _ in CASES}), help="default: every case")
     args = parser.parse_args()
-    version = subprocess.run([args.python, "-c", "import vllm; print(vllm.__version__)"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    version = subprocess.run(
+        [args.python, "-c", "import vllm; print(vllm.__version__)"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     index_path = FIXTURES / "cases.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {"cases": []}
     for arch, case, length, kv_bytes in CASES:
@@ -96,10 +96,18 @@ def main() -> None:
         shutil.copy(args.models / arch / "config.json", folder / "config.json")
         began = time.monotonic()
         log = capture(args.python, args.models / arch, length, kv_bytes, folder / f"{case}.log")
-        print(f"{arch} {case}: {time.monotonic() - began:.0f} s, "
-              f"{'sized' if 'KV cache size:' in log else 'error' if 'estimated maximum' in log else 'NO RESULT'}")
-        entry = {"architecture": arch, "case": case, "log": f"{arch}/{case}.log", "max_model_len": length,
-                 "kv_cache_memory_bytes": kv_bytes, "vllm": version}
+        print(
+            f"{arch} {case}: {time.monotonic() - began:.0f} s, "
+            f"{'sized' if 'KV cache size:' in log else 'error' if 'estimated maximum' in log else 'NO RESULT'}"
+        )
+        entry = {
+            "architecture": arch,
+            "case": case,
+            "log": f"{arch}/{case}.log",
+            "max_model_len": length,
+            "kv_cache_memory_bytes": kv_bytes,
+            "vllm": version,
+        }
         index["cases"] = [c for c in index["cases"] if (c["architecture"], c["case"]) != (arch, case)] + [entry]
         index_path.write_text(json.dumps(index, indent=1) + "\n")
 

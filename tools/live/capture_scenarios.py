@@ -24,7 +24,8 @@ sys.path.insert(0, str(REPO))
 from advisor.live import server as live_server  # noqa: E402  (needs the repo on sys.path first)
 
 DEFAULT_PYTHON = os.environ.get("VLLM_ADVISOR_VLLM_PYTHON") or str(
-    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python")
+    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"
+)
 MODEL_DIR = Path.home() / ".cache/vllm-advisor/models/tiny-llama"
 MAX_POSITION_EMBEDDINGS = 32768
 STATS_LINE = re.compile(r"Running: (\d+) reqs, Waiting: (\d+) reqs, \w+ KV cache usage: ([\d.]+)%")
@@ -32,8 +33,7 @@ STATS_LINE = re.compile(r"Running: (\d+) reqs, Waiting: (\d+) reqs, \w+ KV cache
 
 def random_text(rng: random.Random, words: int) -> str:
     # Distinct text per request: identical prompts would be served from the prefix cache.
-    return " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 7)))
-                    for _ in range(words))
+    return " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 7))) for _ in range(words))
 
 
 def request_record(done: live_server.Completion) -> dict:
@@ -55,19 +55,19 @@ def preempt(server: live_server.Server, model: str) -> dict:
     rng = random.Random(0)
     prompts = [random_text(rng, 30) for _ in range(8)]
     with ThreadPoolExecutor(len(prompts)) as pool:
-        results = list(pool.map(
-            lambda p: live_server.complete(server.port, model, p, 3000, ignore_eos=True), prompts))
+        results = list(pool.map(lambda p: live_server.complete(server.port, model, p, 3000, ignore_eos=True), prompts))
     time.sleep(11)  # let one more 10 s stats line reach the log after the last request
     scraped = live_server.metrics(server.port)
-    return {"requests": [request_record(r) for r in results],
-            "preemptions": scraped.get("vllm:num_preemptions_total")}
+    return {"requests": [request_record(r) for r in results], "preemptions": scraped.get("vllm:num_preemptions_total")}
 
 
 def prompt_tokens(port: int, model: str, prompt: str) -> int:
     """The prompt's token count, from the server's own /tokenize endpoint."""
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/tokenize", data=json.dumps({"model": model, "prompt": prompt}).encode(),
-        headers={"Content-Type": "application/json"})
+        f"http://127.0.0.1:{port}/tokenize",
+        data=json.dumps({"model": model, "prompt": prompt}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())["count"]
 
@@ -89,17 +89,18 @@ def fill_cache(server: live_server.Server, model: str) -> dict:
             prompt = random_text(rng, 200)
             count = prompt_tokens(server.port, model, prompt)
             longest = max(longest, count)
-            done.append(live_server.complete(server.port, model, prompt, CACHE_FULL_TOKENS - count,
-                                             ignore_eos=True))
+            done.append(live_server.complete(server.port, model, prompt, CACHE_FULL_TOKENS - count, ignore_eos=True))
         return done, longest
 
     with ThreadPoolExecutor(CACHE_FULL_SEQS) as pool:
         per_worker = list(pool.map(worker, range(2, 2 + CACHE_FULL_SEQS)))
     time.sleep(11)  # one more stats line after the last request
-    return {"requests": [request_record(r) for done, _ in per_worker for r in done],
-            "load": f"{CACHE_FULL_SEQS} requests always in flight for 35 s",
-            "longest_prompt_tokens": max(longest for _, longest in per_worker),
-            "tokens_in_flight": CACHE_FULL_SEQS * CACHE_FULL_TOKENS}
+    return {
+        "requests": [request_record(r) for done, _ in per_worker for r in done],
+        "load": f"{CACHE_FULL_SEQS} requests always in flight for 35 s",
+        "longest_prompt_tokens": max(longest for _, longest in per_worker),
+        "tokens_in_flight": CACHE_FULL_SEQS * CACHE_FULL_TOKENS,
+    }
 
 
 def reject_long_prompt(server: live_server.Server, model: str) -> dict:
@@ -130,39 +131,80 @@ class Scenario:
 
 
 SCENARIOS = [
-    Scenario("kv-shortfall", "startup", "kv_cache_insufficient",
-             ["--max-model-len", "32768", "--kv-cache-memory-bytes", "4000000"],
-             "is larger than the available KV cache memory",
-             # 1 GiB (the least the env var can say) holds 1,048,576 tokens of 1,024 bytes, so ask
-             # for twice that; the model says 32,768, hence the override of that check.
-             legacy_args=["--max-model-len", str(2 * 1024 * 1024)],
-             legacy_env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}),
-    Scenario("healthy", "healthy", "none",
-             ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000"],
-             "Application startup complete.", serve_two_completions),
-    Scenario("preemption", "runtime", "preemption",
-             ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000",
-              "--max-num-seqs", "8"],
-             "KV cache usage", preempt),
-    Scenario("max-len-exceeds-model", "startup", "max_len_exceeds_model",
-             ["--max-model-len", str(2 * MAX_POSITION_EMBEDDINGS)],
-             "is greater than the derived max_model_len"),
-    Scenario("tp-invalid", "startup", "tp_heads_mismatch",
-             ["--max-model-len", "4096", "--tensor-parallel-size", "3"],
-             "must be divisible by tensor parallel size"),
-    Scenario("port-in-use", "startup", "port_in_use",
-             ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000"],
-             "Address already in use", hold_port=True),
-    Scenario("request-too-long", "runtime", "request_exceeds_max_model_len",
-             ["--max-model-len", "1024", "--kv-cache-memory-bytes", "32000000"],
-             '"POST /v1/completions HTTP/1.1" 400 Bad Request', reject_long_prompt),
-    Scenario("healthy-cache-full", "healthy", "none",
-             ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000",
-              "--max-num-seqs", str(CACHE_FULL_SEQS)],
-             "KV cache usage", fill_cache),
-    Scenario("sigterm-shutdown", "healthy", "none",
-             ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000"],
-             "Application startup complete.", serve_two_completions, operator_sigterm=True),
+    Scenario(
+        "kv-shortfall",
+        "startup",
+        "kv_cache_insufficient",
+        ["--max-model-len", "32768", "--kv-cache-memory-bytes", "4000000"],
+        "is larger than the available KV cache memory",
+        # 1 GiB (the least the env var can say) holds 1,048,576 tokens of 1,024 bytes, so ask
+        # for twice that; the model says 32,768, hence the override of that check.
+        legacy_args=["--max-model-len", str(2 * 1024 * 1024)],
+        legacy_env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+    ),
+    Scenario(
+        "healthy",
+        "healthy",
+        "none",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000"],
+        "Application startup complete.",
+        serve_two_completions,
+    ),
+    Scenario(
+        "preemption",
+        "runtime",
+        "preemption",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000", "--max-num-seqs", "8"],
+        "KV cache usage",
+        preempt,
+    ),
+    Scenario(
+        "max-len-exceeds-model",
+        "startup",
+        "max_len_exceeds_model",
+        ["--max-model-len", str(2 * MAX_POSITION_EMBEDDINGS)],
+        "is greater than the derived max_model_len",
+    ),
+    Scenario(
+        "tp-invalid",
+        "startup",
+        "tp_heads_mismatch",
+        ["--max-model-len", "4096", "--tensor-parallel-size", "3"],
+        "must be divisible by tensor parallel size",
+    ),
+    Scenario(
+        "port-in-use",
+        "startup",
+        "port_in_use",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000"],
+        "Address already in use",
+        hold_port=True,
+    ),
+    Scenario(
+        "request-too-long",
+        "runtime",
+        "request_exceeds_max_model_len",
+        ["--max-model-len", "1024", "--kv-cache-memory-bytes", "32000000"],
+        '"POST /v1/completions HTTP/1.1" 400 Bad Request',
+        reject_long_prompt,
+    ),
+    Scenario(
+        "healthy-cache-full",
+        "healthy",
+        "none",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000", "--max-num-seqs", str(CACHE_FULL_SEQS)],
+        "KV cache usage",
+        fill_cache,
+    ),
+    Scenario(
+        "sigterm-shutdown",
+        "healthy",
+        "none",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000"],
+        "Application startup complete.",
+        serve_two_completions,
+        operator_sigterm=True,
+    ),
 ]
 CACHE_FULL_PCT = 75.0  # a stats line at least this full counts as "nearly full"
 
@@ -175,7 +217,10 @@ def release_flags(python: str) -> dict:
     """What the release's CPU backend honours, read from its source (no import)."""
     pkg = subprocess.run(
         [python, "-c", "import importlib.util, os; print(os.path.dirname(importlib.util.find_spec('vllm').origin))"],
-        check=True, capture_output=True, text=True).stdout.strip()
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     # 0.11 to 0.15 parse --kv-cache-memory-bytes but size the CPU cache from
     # VLLM_CPU_KVCACHE_SPACE alone: the platform code must read the flag too.
     cpu = (Path(pkg) / "platforms/cpu.py").read_text()
@@ -187,18 +232,28 @@ def adapt(scenario: Scenario, flags: dict) -> tuple[list[str], dict[str, str], s
     if flags["kv_cache_memory_bytes"] or "--kv-cache-memory-bytes" not in scenario.args:
         return scenario.args, {}, None
     if scenario.legacy_args is not None:
-        return scenario.legacy_args, dict(scenario.legacy_env or {}), (
-            f"CPU backend ignores or lacks --kv-cache-memory-bytes: {' '.join(scenario.legacy_args)} with "
-            + " ".join(f"{k}={v}" for k, v in (scenario.legacy_env or {}).items()))
+        return (
+            scenario.legacy_args,
+            dict(scenario.legacy_env or {}),
+            (
+                f"CPU backend ignores or lacks --kv-cache-memory-bytes: {' '.join(scenario.legacy_args)} with "
+                + " ".join(f"{k}={v}" for k, v in (scenario.legacy_env or {}).items())
+            ),
+        )
     args = list(scenario.args)
     at = args.index("--kv-cache-memory-bytes")
     # The same token capacity 0.32.0 gives those bytes, in whole blocks of 128 tokens.
     tokens = int(args[at + 1]) // KV_BYTES_PER_TOKEN // 128 * 128
-    args[at:at + 2] = ["--block-size", str(LEGACY_BLOCK),
-                       "--num-gpu-blocks-override", str(tokens // LEGACY_BLOCK)]
+    args[at : at + 2] = ["--block-size", str(LEGACY_BLOCK), "--num-gpu-blocks-override", str(tokens // LEGACY_BLOCK)]
     env = {"VLLM_CPU_KVCACHE_SPACE": "1"}  # the override then picks the blocks out of 1 GiB
-    return args, env, (f"CPU backend ignores or lacks --kv-cache-memory-bytes: {' '.join(args[at:at + 4])} "
-                       f"({tokens} tokens) with VLLM_CPU_KVCACHE_SPACE=1")
+    return (
+        args,
+        env,
+        (
+            f"CPU backend ignores or lacks --kv-cache-memory-bytes: {' '.join(args[at : at + 4])} "
+            f"({tokens} tokens) with VLLM_CPU_KVCACHE_SPACE=1"
+        ),
+    )
 
 
 def confirmed(scenario: Scenario, ready: live_server.Readiness, log: str, outcome: dict) -> bool:
@@ -238,8 +293,11 @@ def operator_stop(server: live_server.Server, grace: float = 60) -> dict:
     while live_server.group_pids(server.pgid) and time.monotonic() - began < grace:
         server.process.poll()
         time.sleep(0.2)
-    return {"group_exited": not live_server.group_pids(server.pgid),
-            "returncode": server.process.poll(), "seconds": round(time.monotonic() - began, 1)}
+    return {
+        "group_exited": not live_server.group_pids(server.pgid),
+        "returncode": server.process.poll(),
+        "seconds": round(time.monotonic() - began, 1),
+    }
 
 
 def run(scenario: Scenario, python: str, model: Path, out: Path, version: str, flags: dict) -> dict:
@@ -281,12 +339,12 @@ def run(scenario: Scenario, python: str, model: Path, out: Path, version: str, f
         "expect_in_log": scenario.expect,
         "confirmed": confirmed(scenario, ready, log, outcome),
         "duration_s": round(time.monotonic() - began, 1),
-        "startup": {"state": ready.state, "returncode": ready.returncode,
-                    "seconds": round(ready.seconds, 1)},
+        "startup": {"state": ready.state, "returncode": ready.returncode, "seconds": round(ready.seconds, 1)},
         "exit_code": returncode,
         "peak_rss_bytes": live_server.peak_rss(server),
-        "stats_lines": [{"running": int(r), "waiting": int(w), "kv_usage_pct": float(u)}
-                        for r, w, u in STATS_LINE.findall(log)],
+        "stats_lines": [
+            {"running": int(r), "waiting": int(w), "kv_usage_pct": float(u)} for r, w, u in STATS_LINE.findall(log)
+        ],
         **outcome,
     }
     (out / f"{scenario.name}.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -309,18 +367,33 @@ def main() -> int:
         chosen = [s for s in SCENARIOS if s.name in names]
 
     args.out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([args.python, str(REPO / "tools/live/build_tiny_model.py"), "--out", str(MODEL_DIR),
-                    "--max-position-embeddings", str(MAX_POSITION_EMBEDDINGS)], check=True)
+    subprocess.run(
+        [
+            args.python,
+            str(REPO / "tools/live/build_tiny_model.py"),
+            "--out",
+            str(MODEL_DIR),
+            "--max-position-embeddings",
+            str(MAX_POSITION_EMBEDDINGS),
+        ],
+        check=True,
+    )
     version = subprocess.run(
         [args.python, "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
-        check=True, capture_output=True, text=True).stdout.strip()
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
     flags = release_flags(args.python)
     failed = []
     for scenario in chosen:  # one at a time: two cores cannot run two servers well
         record = run(scenario, args.python, MODEL_DIR, args.out, version, flags)
-        print(f"{scenario.name:24} {record['duration_s']:6.1f} s  "
-              f"{'confirmed' if record['confirmed'] else 'NOT CONFIRMED'}", flush=True)
+        print(
+            f"{scenario.name:24} {record['duration_s']:6.1f} s  "
+            f"{'confirmed' if record['confirmed'] else 'NOT CONFIRMED'}",
+            flush=True,
+        )
         if not record["confirmed"]:
             failed.append(scenario.name)
     if failed:

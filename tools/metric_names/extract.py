@@ -8,6 +8,7 @@ Each release's wheel (or sdist) is fetched and read in memory as the wording cat
 constructor whose name is a literal "vllm:..." is kept with its type. tools/metric_names/.cache keeps
 each release's names, so a re-run fetches only new releases.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,13 @@ def metric_names(source: bytes) -> dict[str, str]:
     except (SyntaxError, ValueError):
         return {}
     # `name = "vllm:cache_config_info"` then `Gauge(name=name, ...)`: a literal assigned in the file counts.
-    literals = {target.id: node.value.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                for target in node.targets if isinstance(target, ast.Name)}
+    literals = {
+        target.id: node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     found = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -1,5 +1,6 @@
 """The catalogue: the topical templates of all releases, their release range, family and curated verdict;
 and the README's coverage table made from it."""
+
 from __future__ import annotations
 
 import json
@@ -16,16 +17,50 @@ CATALOGUE = ROOT / "fixtures" / "wordings" / "catalogue.json"
 CURATION = HERE / "curation.toml"
 
 # The advisor's subjects: memory, the KV cache, lengths, parallelism, quantization, the engine's life.
-TOPICS = re.compile("|".join([
-    r"memory", r"\bkv[ _-]?cache", r"\bblocks?\b", r"preempt", r"\boom\b", r"gpu_memory_utilization",
-    r"max_model_len", r"max[ _]seq[ _]len", r"model length", r"context length",
-    r"tensor[ _]parallel", r"pipeline[ _]parallel", r"attention heads", r"quantiz", r"kv_cache_dtype",
-    r"\bfp8", r"engine ?core", r"engine core", r"enginedead", r"engine process", r"swap[ _]space",
-    r"throughput", r"model loading took", r"concurrency", r"cuda ?graph", r"graph capturing",
-    r"address already in use", r"\bport\b", r"\bGi?B\b",
-    # the lines that tell the launch flags, the version and readiness
-    r"with config", r"non-default args", r"^args: ", r"server version", r"init engine", r"max model len",
-    r"auto-fit"]), re.IGNORECASE)
+TOPICS = re.compile(
+    "|".join(
+        [
+            r"memory",
+            r"\bkv[ _-]?cache",
+            r"\bblocks?\b",
+            r"preempt",
+            r"\boom\b",
+            r"gpu_memory_utilization",
+            r"max_model_len",
+            r"max[ _]seq[ _]len",
+            r"model length",
+            r"context length",
+            r"tensor[ _]parallel",
+            r"pipeline[ _]parallel",
+            r"attention heads",
+            r"quantiz",
+            r"kv_cache_dtype",
+            r"\bfp8",
+            r"engine ?core",
+            r"engine core",
+            r"enginedead",
+            r"engine process",
+            r"swap[ _]space",
+            r"throughput",
+            r"model loading took",
+            r"concurrency",
+            r"cuda ?graph",
+            r"graph capturing",
+            r"address already in use",
+            r"\bport\b",
+            r"\bGi?B\b",
+            # the lines that tell the launch flags, the version and readiness
+            r"with config",
+            r"non-default args",
+            r"^args: ",
+            r"server version",
+            r"init engine",
+            r"max model len",
+            r"auto-fit",
+        ]
+    ),
+    re.IGNORECASE,
+)
 
 
 def topical(template: str) -> bool:
@@ -40,8 +75,16 @@ def merge(per_release: dict[str, list[dict]]) -> list[dict]:
             if not topical(found["template"]):
                 continue
             key = (found["template"], found["call"])
-            entry = entries.setdefault(key, {"template": found["template"], "style": found["style"],
-                                             "call": found["call"], "first": version, "releases": 0})
+            entry = entries.setdefault(
+                key,
+                {
+                    "template": found["template"],
+                    "style": found["style"],
+                    "call": found["call"],
+                    "first": version,
+                    "releases": 0,
+                },
+            )
             if entry.get("last") != version:
                 entry["releases"] += 1
             entry.update(file=found["file"], last=version)
@@ -63,12 +106,18 @@ def curate(entry: dict, rules: list[dict]) -> dict:
     one by one by the rules above it, never by the broad ones below.
     """
     for rule in rules:
-        if (rule["pattern"].search(entry["template"]) and re.fullmatch(rule.get("call", ".*"), entry["call"])
-                and re.search(rule.get("file", ""), entry["file"])):
+        if (
+            rule["pattern"].search(entry["template"])
+            and re.fullmatch(rule.get("call", ".*"), entry["call"])
+            and re.search(rule.get("file", ""), entry["file"])
+        ):
             if "guard" in rule:
                 return entry
-            verdict = {"ignored": rule["ignored"]} if "ignored" in rule else \
-                {key: rule[key] for key in ("kind", "values", "samples") if key in rule}
+            verdict = (
+                {"ignored": rule["ignored"]}
+                if "ignored" in rule
+                else {key: rule[key] for key in ("kind", "values", "samples") if key in rule}
+            )
             return {**entry, "family": rule["family"], **verdict}
     return entry
 
@@ -111,12 +160,16 @@ def coverage_table(catalogue: list[dict]) -> str:
     families: dict[str, list[dict]] = defaultdict(list)
     for entry in catalogue:
         families[entry.get("family", "uncurated")].append(entry)
-    rows = ["| family | wordings | releases | recognised as / ignored: wordings (releases) |",
-            "| --- | ---: | --- | --- |"]
+    rows = [
+        "| family | wordings | releases | recognised as / ignored: wordings (releases) |",
+        "| --- | ---: | --- | --- |",
+    ]
     for family in sorted(families):
         entries = families[family]
         rows.append(f"| {family} | {len(entries)} | {span(entries)} | {_verdicts(entries)} |")
     recognised = sum("kind" in e for e in catalogue)
-    rows.append(f"| **all** | {len(catalogue)} | {span(catalogue)} | "
-                f"recognised: {recognised}; ignored: {len(catalogue) - recognised} |")
+    rows.append(
+        f"| **all** | {len(catalogue)} | {span(catalogue)} | "
+        f"recognised: {recognised}; ignored: {len(catalogue) - recognised} |"
+    )
     return "\n".join(rows)

@@ -6,6 +6,7 @@
 
 Archives are read in memory and deleted at once; tools/wordings/.cache keeps each release's messages.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,9 +48,14 @@ def report(entries: list[dict], before: set, failed: dict[str, str], read: int) 
     """New wordings (not in the previous catalogue), uncurated ones, and releases that could not be read."""
     new = [e for e in entries if (e["template"], e["call"]) not in before]
     uncurated = [e for e in entries if not catalogue.curated(e)]
-    print(f"{read} releases, {len(entries)} wordings, {sum('kind' in e for e in entries)} recognised, "
-          f"{sum('ignored' in e for e in entries)} ignored, {len(uncurated)} uncurated")
-    for title, listed in (("new since the last catalogue", new), ("uncurated (add a rule to curation.toml)", uncurated)):
+    print(
+        f"{read} releases, {len(entries)} wordings, {sum('kind' in e for e in entries)} recognised, "
+        f"{sum('ignored' in e for e in entries)} ignored, {len(uncurated)} uncurated"
+    )
+    for title, listed in (
+        ("new since the last catalogue", new),
+        ("uncurated (add a rule to curation.toml)", uncurated),
+    ):
         if listed:
             print(f"\n{title}:")
             for e in listed:

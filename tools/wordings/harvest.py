@@ -1,4 +1,5 @@
 """Per-release message lists, cached as JSON so that a re-run only fetches releases it has not read."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Logged and raised message formats in one Python source, read with ast (the code is never run)."""
+
 from __future__ import annotations
 
 import ast
@@ -7,8 +8,19 @@ from collections.abc import Iterator
 
 # Bump when what is extracted changes: releases cached by an older version are read again.
 VERSION = 2
-LOG_METHODS = {"info", "warning", "warn", "error", "debug", "exception", "critical",
-               "info_once", "warning_once", "debug_once", "error_once"}
+LOG_METHODS = {
+    "info",
+    "warning",
+    "warn",
+    "error",
+    "debug",
+    "exception",
+    "critical",
+    "info_once",
+    "warning_once",
+    "debug_once",
+    "error_once",
+}
 
 
 def template(node: ast.AST, names: dict[str, ast.AST] | None = None) -> tuple[str, str] | None:
@@ -34,8 +46,12 @@ def template(node: ast.AST, names: dict[str, ast.AST] | None = None) -> tuple[st
         left = left or (f"{{{ast.unparse(node.left)}}}", "{}")
         right = right or (f"{{{ast.unparse(node.right)}}}", "{}")
         return left[0] + right[0], max(left[1], right[1])
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
-            and (base := template(node.func.value, names))):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and (base := template(node.func.value, names))
+    ):
         return base[0], "{}"
     return None
 
@@ -45,8 +61,13 @@ def _fstring_part(part: ast.AST, names: dict[str, ast.AST]) -> str:
     (`msg = f"User-specified ..."; raise ValueError(f"{msg} To allow ...")`)."""
     if isinstance(part, ast.Constant):
         return str(part.value)
-    if (isinstance(part.value, ast.Name) and part.value.id in names and part.conversion < 0
-            and not part.format_spec and (inlined := template(part.value, names))):
+    if (
+        isinstance(part.value, ast.Name)
+        and part.value.id in names
+        and part.conversion < 0
+        and not part.format_spec
+        and (inlined := template(part.value, names))
+    ):
         return inlined[0]
     conversion = f"!{chr(part.conversion)}" if part.conversion > 0 else ""
     spec = f":{''.join(_fstring_part(p, {}) for p in part.format_spec.values)}" if part.format_spec else ""
@@ -89,7 +110,7 @@ def _assignments(scope: ast.AST) -> tuple[dict[str, ast.AST], dict[str, str]]:
         name, value = node.targets[0].id, node.value
         if template(value) is not None:
             strings[name] = value
-        elif (isinstance(value, ast.Attribute) and value.attr in LOG_METHODS and _is_logger(value.value)):
+        elif isinstance(value, ast.Attribute) and value.attr in LOG_METHODS and _is_logger(value.value):
             aliases.setdefault(name, value.attr)
     return strings, aliases
 

@@ -1,4 +1,5 @@
 """A catalogued template filled with sample values and wrapped in the log envelope of its era."""
+
 from __future__ import annotations
 
 import re
@@ -10,12 +11,22 @@ PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(?:\d+|\*)?(?:\.\d+)?[hlL]?([diou
 SPEC = re.compile(r"[<>^=]?[+\- ]?#?0?\d*[,_]?(?:\.\d+)?[bcdeEfFgGnosxX%]?")
 # Placeholders whose value is a word (a dtype, a method, a device, an exception), unless the name
 # says it counts something; "_" separates words in these names.
-WORDY = re.compile(r"(?:^|[^a-z])(?:dtype|quant\w*|method|name|arch\w*|device|backend|mode|type|version|"
-                   r"e|err|error|exc|reason|path|kind|config|args|cls|key|msg|scheme|str)(?:[^a-z]|$)", re.I)
+WORDY = re.compile(
+    r"(?:^|[^a-z])(?:dtype|quant\w*|method|name|arch\w*|device|backend|mode|type|version|"
+    r"e|err|error|exc|reason|path|kind|config|args|cls|key|msg|scheme|str)(?:[^a-z]|$)",
+    re.I,
+)
 COUNTED = re.compile(r"len|num|size|tokens|blocks|count|heads|layers|gib|memory|bytes|util|capability", re.I)
 GIB_AFTER = re.compile(r"\s*(?:GiB|GB)\b")
-LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "warn": "WARNING", "error": "ERROR",
-          "exception": "ERROR", "critical": "CRITICAL"}
+LEVELS = {
+    "debug": "DEBUG",
+    "info": "INFO",
+    "warning": "WARNING",
+    "warn": "WARNING",
+    "error": "ERROR",
+    "exception": "ERROR",
+    "critical": "CRITICAL",
+}
 # The bracketed "[file.py:N]" prefix appeared in 0.8.3; older releases print "file.py:N]".
 BRACKETED_SINCE = version_key("0.8.3")
 
@@ -31,8 +42,11 @@ class Placeholder:
 
 def placeholders(template: str, style: str) -> list[Placeholder]:
     if style == "%":
-        return [Placeholder(m.start(), m.end(), "", m.group(0), True) for m in PERCENT.finditer(template)
-                if m.group(1) != "%"]
+        return [
+            Placeholder(m.start(), m.end(), "", m.group(0), True)
+            for m in PERCENT.finditer(template)
+            if m.group(1) != "%"
+        ]
     if style != "{}":
         return []
     found, depth, start = [], 0, 0
@@ -47,7 +61,7 @@ def placeholders(template: str, style: str) -> list[Placeholder]:
 
 
 def _brace(template: str, start: int, end: int) -> Placeholder:
-    body = template[start + 1:end - 1]
+    body = template[start + 1 : end - 1]
     expr, spec = body, ""
     if ":" in body and SPEC.fullmatch(tail := body.rsplit(":", 1)[1]) and "[" not in tail:
         expr, spec = body.rsplit(":", 1)[0], tail
@@ -60,8 +74,9 @@ def sample(index: int, holder: Placeholder, after: str) -> str:
     conversion = holder.spec[-1:] if holder.spec[-1:].isalpha() or holder.spec.endswith("%") else ""
     if WORDY.search(holder.expr) and not COUNTED.search(holder.expr) and not conversion:
         return f"word{chr(ord('a') + index % 26)}"  # letters only: names in the grammar have no digits
-    floating = conversion in tuple("eEfFgG%") or (conversion not in tuple("dixX") and (
-        GIB_AFTER.match(after) or re.search(r"util|gib|_gb\b", holder.expr, re.I)))
+    floating = conversion in tuple("eEfFgG%") or (
+        conversion not in tuple("dixX") and (GIB_AFTER.match(after) or re.search(r"util|gib|_gb\b", holder.expr, re.I))
+    )
     if not floating:
         value: float = 2048 * (index + 1) + 7 * index
     else:
@@ -75,8 +90,8 @@ def fill(template: str, style: str, given: dict[str, str] | None = None) -> tupl
     """(message, the sample text of each placeholder in order); `given` sets some by position."""
     out, texts, position = [], [], 0
     for index, holder in enumerate(placeholders(template, style)):
-        text = (given or {}).get(str(index)) or sample(index, holder, template[holder.end:])
-        out += [template[position:holder.start], text]
+        text = (given or {}).get(str(index)) or sample(index, holder, template[holder.end :])
+        out += [template[position : holder.start], text]
         texts.append(text)
         position = holder.end
     out.append(template[position:])
@@ -92,8 +107,10 @@ def lines(entry: dict) -> list[str]:
     level = LEVELS[entry["call"].removeprefix("logger.").removesuffix("_once")]
     name = entry["file"].rsplit("/", 1)[-1]
     eras = {version_key(entry["first"]) >= BRACKETED_SINCE, version_key(entry["last"]) >= BRACKETED_SINCE}
-    return [f"{level} 12-01 10:00:00 [{name}:1] {message}" if bracketed else
-            f"{level} 12-01 10:00:00 {name}:1] {message}" for bracketed in sorted(eras)]
+    return [
+        f"{level} 12-01 10:00:00 [{name}:1] {message}" if bracketed else f"{level} 12-01 10:00:00 {name}:1] {message}"
+        for bracketed in sorted(eras)
+    ]
 
 
 def expected(entry: dict) -> dict[str, str]:
@@ -104,5 +121,7 @@ def expected(entry: dict) -> dict[str, str]:
     holders = placeholders(entry["template"], entry["style"])
     _, texts = fill(entry["template"], entry["style"], entry.get("samples"))
     exprs = [holder.expr for holder in holders]
-    return {name: texts[where if isinstance(where, int) else exprs.index(where)]
-            for name, where in entry.get("values", {}).items()}
+    return {
+        name: texts[where if isinstance(where, int) else exprs.index(where)]
+        for name, where in entry.get("values", {}).items()
+    }

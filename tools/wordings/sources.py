@@ -1,4 +1,5 @@
 """vLLM releases on PyPI: list them, fetch one archive, and read its vllm/**/*.py without unpacking."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,14 @@ from pathlib import Path
 # Wheels were built for one CPython each until abi3; one of these versions matches every release.
 PYTHONS = ("3.10", "3.8", "3.11", "3.12")
 # pip matches --platform tags exactly (it only expands the legacy manylinux aliases), so name them all.
-PLATFORMS = ("manylinux1_x86_64", "manylinux2014_x86_64", "manylinux_2_24_x86_64",
-             "manylinux_2_28_x86_64", "manylinux_2_31_x86_64", "manylinux_2_35_x86_64")
+PLATFORMS = (
+    "manylinux1_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux_2_24_x86_64",
+    "manylinux_2_28_x86_64",
+    "manylinux_2_31_x86_64",
+    "manylinux_2_35_x86_64",
+)
 SIMPLE_INDEX = "https://pypi.org/simple/vllm/"
 
 
@@ -28,8 +35,9 @@ def version_key(version: str) -> tuple:
 
 def releases(first: str = "0.1.0", last: str = "0.33.0") -> list[str]:
     """Versions that `pip index versions vllm` lists, from first to last, oldest first."""
-    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "vllm"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", "vllm"], capture_output=True, text=True, check=True
+    ).stdout
     listed = re.search(r"Available versions: (.+)", out).group(1).split(", ")
     low, high = version_key(first), version_key(last)
     return sorted((v for v in listed if low <= version_key(v) <= high), key=version_key)
@@ -43,9 +51,26 @@ def download(version: str, folder: Path) -> Path:
     """
     platforms = [arg for tag in PLATFORMS for arg in ("--platform", tag)]
     for python in PYTHONS:
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                               "--only-binary", ":all:", *platforms, "--python-version", python,
-                               f"vllm=={version}", "-d", str(folder)], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                *platforms,
+                "--python-version",
+                python,
+                f"vllm=={version}",
+                "-d",
+                str(folder),
+            ],
+            capture_output=True,
+            text=True,
+        )
         wheels = list(folder.glob(f"vllm-{version}-*.whl"))
         if done.returncode == 0 and wheels:
             return wheels[0]

@@ -1,4 +1,5 @@
 """Report formatters behind one small interface: a name and a function from reports to text."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

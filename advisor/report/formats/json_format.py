@@ -1,4 +1,5 @@
 """JSON: the report contract, one object per input (an array when several files are given)."""
+
 from __future__ import annotations
 
 import io

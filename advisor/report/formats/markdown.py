@@ -1,4 +1,5 @@
 """Markdown: one section per log for a pull-request or issue comment (GitHub-flavoured)."""
+
 from __future__ import annotations
 
 from advisor.report.contract import Report
@@ -45,8 +46,11 @@ def section(report: Report) -> str:
     others = [f for f in report.findings if f is not top]
     if others:
         out += ["**Other findings:**", ""]
-        out += [f"- {f.severity} {'metrics' if f.line is None else f'line {f.line}'}: {f.rule} {f.name}"
-                f"{OTHER_EVIDENCE[f.evidence]}: {escape(f.message)}" for f in others]
+        out += [
+            f"- {f.severity} {'metrics' if f.line is None else f'line {f.line}'}: {f.rule} {f.name}"
+            f"{OTHER_EVIDENCE[f.evidence]}: {escape(f.message)}"
+            for f in others
+        ]
         out.append("")
     if metrics_display.tail(report):
         out += [f"- {escape(line)}" for line in metrics_display.tail(report)] + [""]

@@ -3,6 +3,7 @@
 A log without findings still gives one line (source and verdict, no finding fields), so every input
 is accounted for; a consumer tells the two apart by the presence of "rule".
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """SARIF 2.1.0: one run per invocation, rules from the rule files, one result per finding."""
+
 from __future__ import annotations
 
 import hashlib
@@ -31,16 +32,20 @@ def sarif_log(reports: list[Report]) -> dict:
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "vllm-advisor",
-                "version": tool_version(),
-                "informationUri": INFORMATION_URI,
-                "rules": [descriptor(rule) for rule in rules],
-            }},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "vllm-advisor",
+                        "version": tool_version(),
+                        "informationUri": INFORMATION_URI,
+                        "rules": [descriptor(rule) for rule in rules],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }
 
 
@@ -78,14 +83,22 @@ def result(report: Report, finding: Finding, index: dict[str, int]) -> dict:
         "ruleId": finding.rule,
         "level": LEVEL[finding.severity],
         "message": {"text": message_text(report, finding)},
-        "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": artifact_uri(report.source)},
-            # A finding of the metrics has no line of the log.
-            **({} if finding.line is None else {"region": {"startLine": max(finding.line, 1)}}),
-        }}],
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": artifact_uri(report.source)},
+                    # A finding of the metrics has no line of the log.
+                    **({} if finding.line is None else {"region": {"startLine": max(finding.line, 1)}}),
+                }
+            }
+        ],
         "partialFingerprints": {FINGERPRINT_KEY: fingerprint(report, finding)},
-        "properties": {"phase": finding.phase, "failure": finding.failure, "evidence": finding.evidence,
-                       "verdict": report.verdict.failure},
+        "properties": {
+            "phase": finding.phase,
+            "failure": finding.failure,
+            "evidence": finding.evidence,
+            "verdict": report.verdict.failure,
+        },
     }
     if finding.rule in index:
         entry["ruleIndex"] = index[finding.rule]

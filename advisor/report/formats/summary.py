@@ -1,13 +1,31 @@
 """What the human-readable formats (text, markdown, sarif) say alike, without their libraries."""
+
 from __future__ import annotations
 
 from advisor.report.contract import Finding, Report
 
 # The public fact names, in the order an operator reads them.
-KEY_FACTS = ("max_seq_len", "kv_needed_gib", "kv_available_gib", "estimated_max_model_len", "max_tokens_in_kv_cache",
-             "kv_cache_tokens", "max_concurrency", "gpu_blocks", "cpu_blocks", "gpu_memory_utilization",
-             "total_gpu_gib", "free_gpu_gib", "requested_gib", "weights_gib", "tensor_parallel_size",
-             "num_attention_heads", "derived_max_model_len", "tried_to_allocate_gib", "preemptions")
+KEY_FACTS = (
+    "max_seq_len",
+    "kv_needed_gib",
+    "kv_available_gib",
+    "estimated_max_model_len",
+    "max_tokens_in_kv_cache",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "gpu_blocks",
+    "cpu_blocks",
+    "gpu_memory_utilization",
+    "total_gpu_gib",
+    "free_gpu_gib",
+    "requested_gib",
+    "weights_gib",
+    "tensor_parallel_size",
+    "num_attention_heads",
+    "derived_max_model_len",
+    "tried_to_allocate_gib",
+    "preemptions",
+)
 # How a finding knows, as the text says it: a logged one needs no word.
 EVIDENCE = {"logged": "", "inferred": "(inferred) ", "metrics": "(from /metrics) "}
 

@@ -1,4 +1,5 @@
 """Text: the terminal report (rich), verdict first, readable at 80 columns, plain when not a terminal."""
+
 from __future__ import annotations
 
 import io
@@ -26,9 +27,15 @@ STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 def console(buffer: io.StringIO, width: int | None = None) -> Console:
     terminal = sys.stdout.isatty()
     width = width or (min(Console().width, 100) if terminal else 80)
-    return Console(file=buffer, width=width,
-                   force_terminal=terminal, no_color=bool(os.environ.get("NO_COLOR")) or not terminal,
-                   highlight=False, soft_wrap=False, emoji=False)  # ':rocket:' in a model name stays as is
+    return Console(
+        file=buffer,
+        width=width,
+        force_terminal=terminal,
+        no_color=bool(os.environ.get("NO_COLOR")) or not terminal,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+    )  # ':rocket:' in a model name stays as is
 
 
 def render(reports: list[Report], width: int | None = None) -> str:
@@ -45,13 +52,16 @@ def render(reports: list[Report], width: int | None = None) -> str:
 
 def write(out: Console, report: Report) -> None:
     verdict = report.verdict
-    about = ", ".join(([f"vLLM {report.vllm_version}"] if report.vllm_version else [])
-                      + ([f"{BACKEND_NAMES.get(report.backend, report.backend)} backend"] if report.backend else []))
+    about = ", ".join(
+        ([f"vLLM {report.vllm_version}"] if report.vllm_version else [])
+        + ([f"{BACKEND_NAMES.get(report.backend, report.backend)} backend"] if report.backend else [])
+    )
     head = f"vllm-advisor: {report.source}"
     # A path is not broken; what is said about it goes under it when both do not fit on one line.
     joiner = " " if len(head) + len(about) + 3 <= out.width else "\n  "
-    out.print(f"[bold]vllm-advisor[/]: {escape(report.source)}" + (f"{joiner}({about})" if about else ""),
-              soft_wrap=True)
+    out.print(
+        f"[bold]vllm-advisor[/]: {escape(report.source)}" + (f"{joiner}({about})" if about else ""), soft_wrap=True
+    )
     if verdict.failure == "none":
         label = "no vLLM log lines recognised" if verdict.phase == "unknown" else "healthy: no failure found"
         out.print(f"[bold green]{label}[/]")
@@ -89,9 +99,10 @@ def write(out: Console, report: Report) -> None:
             # The message wraps under itself, not at the margin where the next finding starts.
             where = "metrics" if finding.line is None else f"line {finding.line}"
             row = Table.grid()
-            row.add_row(f"[{STYLE[finding.severity]}]{finding.severity}[/] ",
-                        f"{where}: {finding.rule} {finding.name}: "
-                        f"{EVIDENCE[finding.evidence]}{escape(finding.message)}")
+            row.add_row(
+                f"[{STYLE[finding.severity]}]{finding.severity}[/] ",
+                f"{where}: {finding.rule} {finding.name}: {EVIDENCE[finding.evidence]}{escape(finding.message)}",
+            )
             out.print(row)
     for line in metrics_display.tail(report):
         out.print(escape(line))
