@@ -280,9 +280,10 @@ def print_schema(argv: list[str]) -> int:
 def list_rules(argv: list[str]) -> int:
     if argv:
         return _error("usage: vllm-advisor rules")
-    return _write_lines(
-        [f"{rule.code}  {rule.name:<40} {rule.phase:<8} {rule.severity:<8} {rule.failure}" for rule in load_rules()]
-    )
+    from advisor.scrape.rules import load_metric_rules  # the rules of --metrics (rules/metrics/)
+
+    rules = [*load_rules(), *load_metric_rules()]
+    return _write_lines([f"{r.code}  {r.name:<40} {r.phase:<8} {r.severity:<8} {r.failure}" for r in rules])
 
 
 def _write_lines(lines: list[str]) -> int:

@@ -67,3 +67,13 @@ def test_captured_dump_judged_alone_as_it_was_captured(dump):
     else:  # healthy runs, the one with its cache full for a while too: no warning from the metrics
         assert (report.verdict.phase, report.verdict.failure) == ("healthy", "none")
         assert all(f.severity == "info" for f in report.findings), [f.rule for f in report.findings]
+
+
+def test_the_rules_command_lists_the_metric_rules_too(capsys):
+    from advisor.cli import main
+    from advisor.rules.schema import load_rules
+    from advisor.scrape.rules import load_metric_rules
+
+    assert main(["rules"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == [rule.code for rule in (*load_rules(), *load_metric_rules())]
