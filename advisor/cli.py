@@ -282,8 +282,11 @@ def list_rules(argv: list[str]) -> int:
         return _error("usage: vllm-advisor rules")
     from advisor.scrape.rules import load_metric_rules  # the rules of --metrics (rules/metrics/)
 
-    rules = [*load_rules(), *load_metric_rules()]
-    return _write_lines([f"{r.code}  {r.name:<40} {r.phase:<8} {r.severity:<8} {r.failure}" for r in rules])
+    rows = [(r.code, r.name, r.phase, r.severity, r.failure) for r in load_rules()]
+    rows += [(r.code, r.name, r.phase, r.severity, r.failure) for r in load_metric_rules()]
+    return _write_lines(
+        [f"{code}  {name:<40} {phase:<8} {severity:<8} {failure}" for code, name, phase, severity, failure in rows]
+    )
 
 
 def _write_lines(lines: list[str]) -> int:
