@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -15,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from advisor.ingest import sources
+from advisor.live.launch import default_vllm_python
+from advisor.live.server import free_port  # noqa: F401  (the tests take it from here)
 from advisor.report.build import analyze
 from advisor.report.contract import Report
 
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CORPUS = FIXTURES / "corpus"
 # The live tier's vLLM: the Python of its own environment (tools/live/setup_env.sh builds it).
-VLLM_PYTHON = Path(os.environ.get("VLLM_ADVISOR_VLLM_PYTHON", Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"))
+VLLM_PYTHON = default_vllm_python()
 # Set by CI, where every system tool is installed: a missing one is then a failure, not a skip.
 REQUIRE_TOOLS = "VLLM_ADVISOR_REQUIRE_TOOLS"
 
@@ -94,12 +95,6 @@ def json_lines(path: Path) -> list[dict]:
 @pytest.fixture
 def corpus():
     return corpus_cases()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def sigint_default() -> None:

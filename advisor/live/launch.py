@@ -54,8 +54,13 @@ class Round:
     note: str = ""
 
 
+def default_vllm_python() -> Path:
+    """The vLLM environment's python: $VLLM_ADVISOR_VLLM_PYTHON, or the one tools/live/setup_env.sh builds."""
+    return Path(os.environ.get("VLLM_ADVISOR_VLLM_PYTHON") or DEFAULT_PYTHON)
+
+
 def vllm_python(option: str | None) -> Path:
-    python = Path(option or os.environ.get("VLLM_ADVISOR_VLLM_PYTHON") or DEFAULT_PYTHON)
+    python = Path(option) if option else default_vllm_python()
     if not python.exists():
         raise CannotRun(f"no vLLM environment at {python} (run tools/live/setup_env.sh, or pass --python)")
     return python

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,10 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from advisor.live import server as live_server  # noqa: E402  (needs the repo on sys.path first)
+from advisor.live.launch import default_vllm_python  # noqa: E402
 
-DEFAULT_PYTHON = os.environ.get("VLLM_ADVISOR_VLLM_PYTHON") or str(
-    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"
-)
+DEFAULT_PYTHON = str(default_vllm_python())
 MODELS = Path.home() / ".cache/vllm-advisor/models/plan"
 FIXTURES = REPO / "fixtures/plan"
 # Other sessions on this machine launch vLLM too: one launch at a time, machine-wide.

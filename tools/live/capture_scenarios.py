@@ -22,10 +22,9 @@ from typing import Callable
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from advisor.live import server as live_server  # noqa: E402  (needs the repo on sys.path first)
+from advisor.live.launch import default_vllm_python  # noqa: E402
 
-DEFAULT_PYTHON = os.environ.get("VLLM_ADVISOR_VLLM_PYTHON") or str(
-    Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"
-)
+DEFAULT_PYTHON = str(default_vllm_python())
 MODEL_DIR = Path.home() / ".cache/vllm-advisor/models/tiny-llama"
 MAX_POSITION_EMBEDDINGS = 32768
 STATS_LINE = re.compile(r"Running: (\d+) reqs, Waiting: (\d+) reqs, \w+ KV cache usage: ([\d.]+)%")
