@@ -23,10 +23,13 @@ ADVERSARIAL = FIXTURES / "adversarial"
 CASES = [json.loads(line) for line in (ADVERSARIAL / "cases.jsonl").read_text().splitlines() if line.strip()]
 BASE = (ADVERSARIAL / "excerpt-088-kv-too-small.log").read_bytes()
 ARGS_TAIL = b"'kv_cache_memory_bytes': 4000000}"
-# Run the CLI in a child and report its own peak RSS, so other tests' children do not count.
+# Run the CLI in a child and report its own peak RSS, so other tests' children do not count. Not
+# getrusage's ru_maxrss: Linux carries it across exec, so a child forked from a big pytest process
+# would report pytest's size; VmHWM is the peak of the child's own memory.
 MEASURED_CLI = (
-    "import resource, sys\nfrom advisor.cli import main\ncode = main(sys.argv[1:])\n"
-    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)"
+    "import re, sys\nfrom advisor.cli import main\ncode = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read()\n"
+    "print(re.search(r'VmHWM:\\s+(\\d+) kB', status)[1], file=sys.stderr)\nsys.exit(code)"
 )
 
 
