@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from advisor import command
 from advisor.ingest.sources import Line
@@ -13,7 +14,7 @@ from advisor.parse.limits import bounded_tracebacks
 from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, Verdict
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
-from advisor.rules.schema import load_rules
+from advisor.rules.schema import Remediation, load_rules
 from advisor.timeline import STAGE_BY_FUNCTION, TRACEBACK_KINDS, Run, split_runs
 
 
@@ -79,22 +80,28 @@ def _has_vllm_facts(run: Run) -> bool:
     return any(f.kind not in TRACEBACK_KINDS | {"exception"} or f.text.get("function") in serving for f in run.facts)
 
 
-def finding(match: Match) -> Finding:
-    rule, context = match.rule, match.context
-    remediations: list[RemediationOut] = []
-    for remediation in rule.remediations:
+def ranked_remediations(remediations: list[Remediation], context: dict[str, Any]) -> list[RemediationOut]:
+    """The remediations that apply in this context, filled from it and ranked in the rule's order."""
+    out: list[RemediationOut] = []
+    for remediation in remediations:
         flags = flag_values(remediation, context)
         if flags is None:
             continue
-        remediations.append(
+        out.append(
             RemediationOut(
-                rank=len(remediations) + 1,
+                rank=len(out) + 1,
                 title=render(remediation.title, context),
                 flags=flags,
                 why=render(remediation.why, context),
                 tradeoff=render(remediation.tradeoff, context),
             )
         )
+    return out
+
+
+def finding(match: Match) -> Finding:
+    rule, context = match.rule, match.context
+    remediations = ranked_remediations(rule.remediations, context)
     return Finding(
         rule=rule.code,
         name=rule.name,

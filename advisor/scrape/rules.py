@@ -11,9 +11,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.parse.grammar import data_dir
-from advisor.report.contract import Finding, RemediationOut
+from advisor.report.build import ranked_remediations
+from advisor.report.contract import Finding
 from advisor.rules.expressions import ExpressionError, compile_expression, evaluate
-from advisor.rules.render import flag_values, render
+from advisor.rules.render import render
 from advisor.rules.schema import Failure, Remediation, RuleSetError
 
 log = logging.getLogger(__name__)
@@ -78,19 +79,7 @@ def judge(context: dict[str, Any], scope: str, source: str | None = None) -> lis
 
 
 def finding(rule: MetricRule, context: dict[str, Any], source: str | None) -> Finding:
-    remediations: list[RemediationOut] = []
-    for remediation in rule.remediations:
-        flags = flag_values(remediation, context)
-        if flags is not None:
-            remediations.append(
-                RemediationOut(
-                    rank=len(remediations) + 1,
-                    title=render(remediation.title, context),
-                    flags=flags,
-                    why=render(remediation.why, context),
-                    tradeoff=render(remediation.tradeoff, context),
-                )
-            )
+    remediations = ranked_remediations(rule.remediations, context)
     message = render(rule.message, context)
     return Finding(
         rule=rule.code,
