@@ -23,7 +23,14 @@ _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # One vLLM at a time on a machine: two would share its cores and memory, and each run's figures
 # (startup time, latency, free memory) would measure the other's load. Every start takes this lock.
 LAUNCH_LOCK = Path(os.environ.get("VLLM_ADVISOR_LAUNCH_LOCK", "/tmp/vllm-live.lock"))
+# A launch holds the lock for one server's life, a few minutes at most here: waiting longer means a
+# stuck holder (or a caller that already holds it: flock does not nest), which must fail, not hang.
+LOCK_WAIT_S = 900
 GIB = 2**30
+
+
+class LaunchLockTimeout(RuntimeError):
+    """Another launch held the machine's launch lock for longer than LOCK_WAIT_S."""
 
 
 @dataclass
@@ -89,16 +96,21 @@ def node_memory(node: int = 0) -> tuple[float, float] | None:
 
 
 def start(
-    python: str | Path, args: list[str], log_path: str | Path, port: int, env: dict[str, str] | None = None
+    python: str | Path,
+    args: list[str],
+    log_path: str | Path,
+    port: int,
+    env: dict[str, str] | None = None,
+    lock_wait: float = LOCK_WAIT_S,
 ) -> Server:
     """Launch the server in a new process group, stdout and stderr into log_path.
 
-    Waits for the machine's launch lock first; stop() releases it."""
+    Waits up to lock_wait seconds for the machine's launch lock (else LaunchLockTimeout); stop()
+    releases it."""
     argv = [str(python), "-m", SERVER_MODULE, *args, "--port", str(port), "--host", "127.0.0.1"]
     full_env = {**os.environ, **(env or {}), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
     log_path = Path(log_path)
-    lock = open(LAUNCH_LOCK, "a")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock = _take_launch_lock(lock_wait)
     try:
         with open(log_path, "wb") as log:
             # The child keeps its own copy of the descriptor; ours can close now.
@@ -244,6 +256,20 @@ def stop(server: Server, grace: float = 30) -> int | None:
         server.lock.close()  # closing the file releases the launch lock
         server.lock = None
     return code
+
+
+def _take_launch_lock(wait: float) -> IO[str]:
+    lock = open(LAUNCH_LOCK, "a")
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return lock
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                lock.close()
+                raise LaunchLockTimeout(f"waited {wait:g} s for the launch lock {LAUNCH_LOCK}: another launch holds it")
+            time.sleep(0.5)
 
 
 def _signal_group(pgid: int, signum: int) -> None:

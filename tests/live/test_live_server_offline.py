@@ -8,6 +8,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from advisor.live import server as live_server
 
 METRICS_TEXT = """\
@@ -110,3 +112,19 @@ def test_a_second_launch_waits_for_the_first_to_stop(tmp_path, monkeypatch):
     waiting.join(30)
     assert started
     live_server.stop(started[0])
+
+
+def test_a_launch_that_cannot_get_the_lock_fails_instead_of_hanging(tmp_path, monkeypatch):
+    # flock does not nest: a caller that already holds the lock would otherwise wait forever.
+    monkeypatch.setattr(live_server, "LAUNCH_LOCK", tmp_path / "launch.lock")
+    first = live_server.start(
+        sys.executable, ["--model", "nowhere"], tmp_path / "a.log", live_server.free_port(), env={"PYTHONPATH": ""}
+    )
+    try:
+        began = time.monotonic()
+        with pytest.raises(live_server.LaunchLockTimeout, match="launch lock"):
+            live_server.start(sys.executable, [], tmp_path / "b.log", live_server.free_port(), lock_wait=1)
+        assert time.monotonic() - began < 10
+        assert not (tmp_path / "b.log").exists(), "nothing was launched"
+    finally:
+        live_server.stop(first)

@@ -3,7 +3,6 @@ healthy one judged healthy from log plus metrics and from metrics alone."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import subprocess
 import sys
@@ -20,14 +19,6 @@ sys.path.insert(0, str(ROOT / "tools" / "live"))
 import capture_scenarios  # noqa: E402  (the captured scenario's own load)
 
 pytestmark = pytest.mark.live
-LOCK = "/tmp/vllm-live.lock"  # one vLLM at a time on the shared machine
-
-
-@pytest.fixture
-def vllm_slot():
-    with open(LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 def advisor_json(*args: str) -> tuple[dict, int]:
@@ -51,7 +42,7 @@ def started(model, args, log):
     return server
 
 
-def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model, tmp_path, vllm_slot):
+def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model, tmp_path):
     log = tmp_path / "preempting.log"
     # As the closed loop's failing run: long generations for more requests than the 5,760-token cache holds.
     server = started(
@@ -76,7 +67,7 @@ def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model
     assert all(s["outcome"] == "confirmed" for s in report["metrics"]["log_findings"]), report["metrics"]
 
 
-def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_path, vllm_slot):
+def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_path):
     log = tmp_path / "cache-full.log"
     # tools/live/capture_scenarios.py's healthy-cache-full: 4 requests of ~1,300 tokens always in flight fill
     # about 90% of the 5,760-token cache; --max-num-seqs 4 lets no fifth compete, so nothing is preempted.

@@ -9,13 +9,11 @@ fast tier checks `vllm-advisor plan` against them and the live tier does it agai
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import shutil
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,8 +24,6 @@ from advisor.live.launch import default_vllm_python  # noqa: E402
 DEFAULT_PYTHON = str(default_vllm_python())
 MODELS = Path.home() / ".cache/vllm-advisor/models/plan"
 FIXTURES = REPO / "fixtures/plan"
-# Other sessions on this machine launch vLLM too: one launch at a time, machine-wide.
-LAUNCH_LOCK = Path("/tmp/vllm-live.lock")
 # What ends a start: the capacity line, vLLM's error, or the server giving up.
 DONE_MARKERS = ("KV cache size:", "estimated maximum model length", "Engine core initialization failed")
 
@@ -47,30 +43,19 @@ CASES = [
 ]
 
 
-@contextmanager
-def launch_lock():
-    with open(LAUNCH_LOCK, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def capture(python: str, model: Path, max_model_len: int, kv_bytes: int, log_path: Path, timeout: float = 400) -> str:
-    """Start vLLM once under the machine-wide lock, stop it when the KV cache is sized; the log text."""
+    """Start vLLM once (start() waits for the launch lock), stop it when the KV cache is sized; the log text."""
     args = ["--model", str(model), "--max-model-len", str(max_model_len), "--kv-cache-memory-bytes", str(kv_bytes)]
-    with launch_lock():
-        server = live_server.start(python, args, log_path, live_server.free_port())
-        try:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and server.process.poll() is None:
-                if any(marker in log_path.read_text(errors="replace") for marker in DONE_MARKERS):
-                    break
-                time.sleep(1)
-            time.sleep(2)  # the rest of the error's traceback
-        finally:
-            live_server.stop(server)
+    server = live_server.start(python, args, log_path, live_server.free_port())  # takes the launch lock
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and server.process.poll() is None:
+            if any(marker in log_path.read_text(errors="replace") for marker in DONE_MARKERS):
+                break
+            time.sleep(1)
+        time.sleep(2)  # the rest of the error's traceback
+    finally:
+        live_server.stop(server)
     return log_path.read_text(errors="replace")
 
 
