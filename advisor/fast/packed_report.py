@@ -40,6 +40,11 @@ def _event(fact: Fact) -> EventOut:
 class PackedReport(Report):
     """A Report whose `events` is an EventsView; its JSON is byte for byte what Report writes."""
 
+    @classmethod
+    def of(cls, report: Report, events: EventsView) -> PackedReport:
+        """This report, but for its events, which are these."""
+        return cls.model_construct(report.model_fields_set, **{**report.__dict__, "events": events})
+
     def as_report(self, events: list[EventOut] | None = None) -> Report:
         """This report as a plain Report, with these events (default: all of them, made into a list)."""
         fields = {**self.__dict__, "events": list(self.events) if events is None else events}
@@ -59,9 +64,7 @@ def packed_report(
     facts: list[Fact], source: str, user_command: str | None = None, events: EventsView | None = None
 ) -> PackedReport:
     """The report of these facts; `events`, when given, is their EventsView, already made."""
-    report = summarize(facts, source, user_command, model=PackedReport)
-    report.events = EventsView(facts) if events is None else events
-    return report
+    return PackedReport.of(summarize(facts, source, user_command), EventsView(facts) if events is None else events)
 
 
 class PendingReport:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 from advisor.fast import background
 from advisor.fast.prefilter import matcher
-from advisor.fast.templates import FactTemplates, PackedFact
+from advisor.fast.templates import FactTemplates
 from advisor.ingest import sources
 from advisor.ingest.sources import MAX_LINE, line_segments
 from advisor.parse.continuation import MAX_FOLLOWING, MORE, is_cut, join, without_cut
@@ -82,13 +82,10 @@ def _lines_at(path: str, offset: int | None) -> bytes:
 
 
 def _moved_down(facts: list[Fact], lines: int) -> list[Fact]:
-    """A later part's facts numbered from the file's start. Packed facts (nearly all) are moved in
-    place, as nothing else holds them yet: a copy would double a big part's memory for a moment."""
-    for index, fact in enumerate(facts):
-        if isinstance(fact, PackedFact):
-            fact.line += lines
-        else:
-            facts[index] = fact.model_copy(update={"line": fact.line + lines})
+    """A later part's facts numbered from the file's start, moved in place, as nothing else holds them
+    yet: a copy would double a big part's memory for a moment."""
+    for fact in facts:
+        fact.line += lines
     return facts
 
 
@@ -137,7 +134,9 @@ def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact
     return _scan_lines(chunks, engine)[0]
 
 
-def _scan_lines(chunks: Iterable[bytes], engine: str | None, lookahead: bytes = b"") -> tuple[list[Fact], int, int]:
+def _scan_lines(
+    chunks: Iterable[bytes | bytearray], engine: str | None, lookahead: bytes = b""
+) -> tuple[list[Fact], int, int]:
     """The facts of scan_chunks, the number of newlines in the chunks, and how many lines of
     `lookahead` (the lines after the chunks, not scanned) a cut message at the end read on into.
 
@@ -157,7 +156,8 @@ def _scan_lines(chunks: Iterable[bytes], engine: str | None, lookahead: bytes = 
         return read[1]
 
     number = 0  # newlines before the start of `pending`
-    pending = b""  # lines not scanned yet: a line the last block did not finish, or a block's last lines
+    # Lines not scanned yet: a line the last block did not finish, or a block's last lines.
+    pending: bytes | bytearray = b""
     skip = 0  # offset in `pending` before which lines were read on into by a line before them
     for block in _blocks(chunks):
         first = block.find(b"\n") + 1
@@ -213,13 +213,13 @@ class CandidateReader:
         return earlier + without_cut(joined[0]), ends[joined[1] - 1]
 
 
-def _capped(data: bytes) -> bytes:
+def _capped(data: bytes | bytearray) -> bytes | bytearray:
     """Whole lines, and of the unfinished last line what sources.lines keeps: an endless line is cut."""
     cut = data.rfind(b"\n") + 1
     return data[:cut] + data[cut : cut + MAX_LINE]
 
 
-def _after_lines(buffer: bytes, start: int, count: int) -> int:
+def _after_lines(buffer: bytes | bytearray, start: int, count: int) -> int:
     """The offset just after the `count`-th newline from `start` (the buffer's end if it has fewer)."""
     for _ in range(count):
         found = buffer.find(b"\n", start)
@@ -257,7 +257,7 @@ def _following(buffer: bytes, stop: int, final: bool) -> tuple[list[str], list[i
     return texts, ends, True
 
 
-def _blocks(chunks: Iterable[bytes]) -> Iterable[bytes]:
+def _blocks(chunks: Iterable[bytes | bytearray]) -> Iterable[bytes | bytearray]:
     """Join small reads into blocks of about BLOCK bytes (a read of BLOCK bytes passes as it is)."""
     parts, size = [], 0
     for chunk in chunks:
@@ -271,7 +271,7 @@ def _blocks(chunks: Iterable[bytes]) -> Iterable[bytes]:
 
 
 def scan_buffer(
-    buffer: bytes, end: int, number: int, skip: int, find_hits, read, final: bool, begin: int = 0
+    buffer: bytes | bytearray, end: int, number: int, skip: int, find_hits, read, final: bool, begin: int = 0
 ) -> tuple[int, int | None, int]:
     """read() the candidate lines of buffer[begin:end] (the buffer may go on: lines to read on into).
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from operator import attrgetter
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
@@ -82,7 +81,7 @@ class FactTemplates:
     For a new template the line is parsed, then parsed again with every digit changed, and when
     that leaves any doubt, once per number with only that number's digits changed (cheap: the
     tree cache serves those parses). A value that follows exactly one number as `number()` reads
-    it is re-read from that place in later lines, into a PackedFact; when anything else moves
+    it is re-read from that place in later lines, into a fact like the first (Fact.like); when anything else moves
     (words, kinds, a value tied to two numbers), the template keeps parsing every line. Lines of
     one template share the tree shape (see TemplateCache), so the facts differ only in these
     values and the line number.
@@ -93,7 +92,7 @@ class FactTemplates:
         self.recipes: dict[bytes, _Recipe | None] = {}
         self.raw_recipes: dict[bytes, _Recipe | None] = {}
 
-    def parse_raw(self, raw: bytes, line: int) -> list[PackedFact] | None:
+    def parse_raw(self, raw: bytes, line: int) -> list[Fact] | None:
         """The facts of the one line sources.line_segments makes of these raw bytes, read by a recipe
         straight from them; None when the line must be decoded, cleaned and parsed (parse_line).
 
@@ -119,7 +118,7 @@ class FactTemplates:
         recipe = self._learn(text)  # of no facts for a text without an anchor
         return recipe and recipe.moved(prefix)
 
-    def parse_line(self, text: str, line: int) -> list[Fact | PackedFact]:
+    def parse_line(self, text: str, line: int) -> list[Fact]:
         if len(text) > MAX_CACHED_LINE or BYPASS.search(text):
             return parse_line(text, line, self.trees.parse)
         key = text.encode("utf-8", "surrogatepass").translate(DIGIT_BYTES_TO_ZERO)
@@ -201,11 +200,10 @@ def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], 
 
 
 class _Recipe:
-    __slots__ = ("facts", "names", "plans", "process_spans", "processes")
+    __slots__ = ("facts", "plans", "process_spans", "processes")
 
     def __init__(self, facts: list[Fact], plans: list[list], process_spans: list[tuple[int, int] | None]):
         self.facts = facts
-        self.names = [tuple(fact.values) for fact in facts]
         # Per fact, per value in order: (start, end, reader) of its number in the line.
         self.plans = plans
         self.process_spans = process_spans
@@ -217,10 +215,10 @@ class _Recipe:
         spans = [span and (span[0] + prefix, span[1] + prefix) for span in self.process_spans]
         return _Recipe(self.facts, plans, spans)
 
-    def apply(self, text: str | bytes, line: int) -> list[PackedFact]:
+    def apply(self, text: str | bytes, line: int) -> list[Fact]:
         """The facts of a line of this recipe's key: its text, or its raw ASCII bytes (int and float read bytes)."""
         out = []
-        for fact, names, plan, process_span in zip(self.facts, self.names, self.plans, self.process_spans):
+        for fact, plan, process_span in zip(self.facts, self.plans, self.process_spans):
             numbers = tuple([read(text[start:end]) for start, end, read in plan])
             process = fact.process
             if process_span:
@@ -228,7 +226,7 @@ class _Recipe:
                 process = self.processes.get(tag)
                 if process is None:
                     process = self.processes[tag] = tag if isinstance(tag, str) else tag.decode("ascii")
-            out.append(PackedFact(fact, names, line, numbers, process))
+            out.append(fact.like(line, numbers, process))
         return out
 
 
@@ -248,43 +246,6 @@ def _reader(span_text: str):
     if len(whole) > 15 or len(decimals) > 6:
         return None
     return float if point else int
-
-
-class PackedFact:
-    """A Fact read by a recipe, kept as its template, line and numbers: a day of stats lines fits in
-    little memory. It reads like a Fact (values are rebuilt on each access) and equals the Fact it stands for."""
-
-    __slots__ = ("template", "kind", "names", "line", "numbers", "process")
-
-    def __init__(self, template: Fact, names: tuple[str, ...], line: int, numbers: tuple, process: str | None):
-        self.template, self.kind, self.names = template, template.kind, names
-        self.line, self.numbers, self.process = line, numbers, process
-
-    # The template's, read by attrgetter: these are read for every event of a long run.
-    text = property(attrgetter("template.text"))
-    args = property(attrgetter("template.args"))
-    level = property(attrgetter("template.level"))
-
-    def values_copy(self) -> dict:
-        return dict(zip(self.names, self.numbers))
-
-    values = property(values_copy)  # a new dict on each read: nothing else holds it
-
-    def __reduce__(self):  # to the parent process: a short tuple, the template pickled once per list
-        return PackedFact, (self.template, self.names, self.line, self.numbers, self.process)
-
-    def as_fact(self) -> Fact:
-        return self.template.model_copy(update={"line": self.line, "values": self.values, "process": self.process})
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, PackedFact):
-            other = other.as_fact()
-        return self.as_fact() == other if isinstance(other, Fact) else NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"Packed{self.as_fact()!r}"
 
 
 def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, str]] | None:
@@ -319,7 +280,9 @@ def _reads(value, span_text: str) -> bool:
 
 def _copied_from(text: str, probe: str, process: str | None, probed: str | None) -> tuple[int, int] | None:
     """Where the process tag sits in the line, if the probe's tag sits at the same place."""
-    start = text.find(process) if process and probed else -1
+    if not process or not probed:
+        return None
+    start = text.find(process)
     if start < 0 or probe[start : start + len(process)] != probed:
         return None
     return start, start + len(process)

@@ -6,8 +6,6 @@ import ast
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 Number = int | float
 # No figure vLLM prints (bytes, tokens, GiB, ratios) lies outside these bounds; outside them a
 # number is junk or crafted, and arithmetic on it would overflow or produce inf/nan in the JSON.
@@ -15,28 +13,64 @@ MAX_FIGURE = 1e15
 MIN_FIGURE = 1e-6
 
 
-class Fact(BaseModel):
-    """One statement of the log: its kind (a grammar rule), line, numbers and words."""
+class Fact:
+    """One statement of the log: its kind (a grammar rule), line, numbers and words.
 
-    model_config = ConfigDict(frozen=True)
+    The numbers are kept as a tuple beside a tuple of their names: the facts that the fast path reads
+    from one learned line shape (fast.templates) share their names, words and arguments, and differ
+    only in line and numbers, so a day of stats lines fits in little memory. `values` makes the dict
+    on each read, one of the caller's own."""
 
-    kind: str
-    line: int
-    values: dict[str, Number] = Field(default_factory=dict)
-    text: dict[str, str] = Field(default_factory=dict)
-    args: dict[str, Any] = Field(default_factory=dict)  # launch flags, for the corrected command
-    process: str | None = None
-    level: str | None = None
+    __slots__ = ("kind", "line", "names", "numbers", "text", "args", "process", "level")
 
-    def values_copy(self) -> dict[str, Number]:
-        """The values in a dict of the caller's own, to add to."""
-        return dict(self.values)
+    def __init__(
+        self,
+        kind: str,
+        line: int,
+        values: dict[str, Number] | None = None,
+        text: dict[str, str] | None = None,
+        args: dict[str, Any] | None = None,  # launch flags, for the corrected command
+        process: str | None = None,
+        level: str | None = None,
+    ):
+        # Drop `1e999`, `nan` and absurd magnitudes instead of letting them poison the arithmetic.
+        kept = {name: value for name, value in values.items() if plausible(value)} if values else {}
+        self.kind, self.line, self.process, self.level = kind, line, process, level
+        self.names, self.numbers = tuple(kept), tuple(kept.values())
+        self.text = text if text is not None else {}
+        self.args = args if args is not None else {}
 
-    @field_validator("values")
-    @classmethod
-    def _plausible_figures(cls, values: dict[str, Number]) -> dict[str, Number]:
-        """Drop `1e999`, `nan` and absurd magnitudes instead of letting them poison the arithmetic."""
-        return {name: value for name, value in values.items() if plausible(value)}
+    def like(self, line: int, numbers: tuple, process: str | None) -> Fact:
+        """A fact of this one's kind, names, words and level, with its own line, numbers and process.
+        The numbers are the caller's to make plausible: fast.templates reads only spans that are."""
+        return _made(self.kind, line, self.names, numbers, self.text, self.args, process, self.level)
+
+    @property
+    def values(self) -> dict[str, Number]:
+        return dict(zip(self.names, self.numbers))
+
+    def _fields(self) -> tuple:
+        return self.kind, self.line, self.values, self.text, self.args, self.process, self.level
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if isinstance(other, Fact) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and not frozen
+
+    def __reduce__(self):
+        # To another process: a short tuple, in which pickle sends shared names and words once.
+        return _made, (self.kind, self.line, self.names, self.numbers, self.text, self.args, self.process, self.level)
+
+    def __repr__(self) -> str:
+        fields = ("kind", "line", "values", "text", "args", "process", "level")
+        return "Fact(" + ", ".join(f"{name}={value!r}" for name, value in zip(fields, self._fields())) + ")"
+
+
+def _made(kind, line, names, numbers, text, args, process, level) -> Fact:
+    fact = Fact.__new__(Fact)
+    fact.kind, fact.line, fact.names, fact.numbers = kind, line, names, numbers
+    fact.text, fact.args, fact.process, fact.level = text, args, process, level
+    return fact
 
 
 def plausible(value: Number) -> bool:

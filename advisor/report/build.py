@@ -36,7 +36,7 @@ def build_report(facts: list[Fact], source: str, user_command: str | None = None
     return report
 
 
-def summarize(facts: list[Fact], source: str, user_command: str | None = None, model: type[Report] = Report) -> Report:
+def summarize(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
     """The report of these facts without its events (the caller adds them, as a list or as a view)."""
     runs = split_runs(facts)
     rules = load_rules()
@@ -44,7 +44,7 @@ def summarize(facts: list[Fact], source: str, user_command: str | None = None, m
     findings_by_run = [[finding(m) for m in ms] for _, ms in matches_by_run]
     findings = [f for run_findings in reversed(findings_by_run) for f in run_findings]
     last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
-    report = model(
+    report = Report(
         source=source,
         vllm_version=next((version for r in reversed(runs) if (version := r.vllm_version)), None),
         backend=next((backend for r in reversed(runs) if (backend := r.backend)), None),

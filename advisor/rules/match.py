@@ -77,7 +77,7 @@ class RunContext:
         it ends the run (at_end: no sign of startup progress or serving follows it)."""
         fact = event.fact
         line, text = fact.line, fact.text
-        names: dict[str, Any] = fact.values_copy()
+        names: dict[str, Any] = fact.values  # a dict of its own
         siblings = self.line_values.get(line)
         if siblings:
             names = {**siblings, **names}
