@@ -15,12 +15,12 @@ import argparse
 import ast
 import json
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "wordings"))
 
+import sources  # noqa: E402
 from sources import fetched, releases, version_key  # noqa: E402
 
 CACHE = HERE / ".cache"
@@ -65,20 +65,7 @@ def read_release(version: str) -> dict[str, str]:
 
 def harvest(versions: list[str]) -> dict[str, str]:
     """Read every release not cached yet; {version: why} for those that failed."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-
-    def one(version: str) -> tuple[str, str | None]:
-        try:
-            names = read_release(version)
-        except Exception as error:  # one release that cannot be had must not stop the others
-            return version, f"{type(error).__name__}: {error}"
-        (CACHE / f"{version}.json").write_text(json.dumps(names))
-        print(f"read vllm {version}: {len(names)} metrics", file=sys.stderr, flush=True)
-        return version, None
-
-    missing = [v for v in versions if not (CACHE / f"{v}.json").exists()]
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        return {v: why for v, why in pool.map(one, missing) if why}
+    return sources.harvest(versions, read_release, CACHE, PARALLEL)
 
 
 def build(per_release: dict[str, dict[str, str]]) -> dict:

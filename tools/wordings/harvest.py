@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import sources
 from messages_ast import VERSION, messages
 from sources import fetched
 
@@ -38,18 +37,4 @@ def cached(version: str, cache: Path = CACHE) -> list[dict] | None:
 
 def harvest(versions: list[str], cache: Path = CACHE) -> dict[str, str]:
     """Read every release not cached yet; returns {version: why it failed} for those that failed."""
-    cache.mkdir(parents=True, exist_ok=True)
-    missing = [v for v in versions if cached(v, cache) is None]
-
-    def one(version: str) -> tuple[str, str | None]:
-        try:
-            entries = read_release(version)
-        except Exception as error:  # a release that cannot be had must not stop the others
-            return version, f"{type(error).__name__}: {error}"
-        (cache / f"{version}.json").write_text(json.dumps(entries))
-        print(f"read vllm {version}: {len(entries)} messages", file=sys.stderr, flush=True)
-        return version, None
-
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        results = list(pool.map(one, missing))
-    return {version: why for version, why in results if why}
+    return sources.harvest(versions, read_release, cache, PARALLEL)

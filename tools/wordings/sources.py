@@ -10,7 +10,8 @@ import tarfile
 import tempfile
 import urllib.request
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # Wheels were built for one CPython each until abi3; one of these versions matches every release.
@@ -118,3 +119,24 @@ def fetched(version: str) -> Iterator[tuple[str, bytes]]:
     with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-") as folder:
         archive = download(version, Path(folder))
         yield from python_sources(archive)
+
+
+def harvest(versions: list[str], read: Callable[[str], list | dict], cache: Path, parallel: int = 2) -> dict[str, str]:
+    """read() every release not in the cache yet, keeping each result as cache/VERSION.json;
+    {version: why it failed} for those that failed. Two downloads at a time by default: the wheels
+    are large and the machine is shared."""
+    cache.mkdir(parents=True, exist_ok=True)
+    missing = [v for v in versions if not (cache / f"{v}.json").exists()]
+
+    def one(version: str) -> tuple[str, str | None]:
+        try:
+            found = read(version)
+        except Exception as error:  # a release that cannot be had must not stop the others
+            return version, f"{type(error).__name__}: {error}"
+        (cache / f"{version}.json").write_text(json.dumps(found))
+        print(f"read vllm {version}: {len(found)} entries", file=sys.stderr, flush=True)
+        return version, None
+
+    with ThreadPoolExecutor(parallel) as pool:
+        results = list(pool.map(one, missing))
+    return {version: why for version, why in results if why}
