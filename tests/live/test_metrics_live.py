@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import ROOT, VLLM_PYTHON
 
+from advisor.live import launch
 from advisor.live import server as live_server
-from advisor.live import verify as live
 
 sys.path.insert(0, str(ROOT / "tools" / "live"))
 import capture_scenarios  # noqa: E402  (the captured scenario's own load)
@@ -49,7 +49,7 @@ def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model
         tiny_model, ["--max-model-len", "4096", "--kv-cache-memory-bytes", "6000000", "--max-num-seqs", "8"], log
     )
     try:
-        live.send_load(server.port, str(tiny_model), 10, 3000)
+        launch.send_load(server.port, str(tiny_model), 10, 3000)
         time.sleep(11)  # one more stats line after the last request
         url = f"http://127.0.0.1:{server.port}/metrics"
         report, code = advisor_json("--metrics", url, str(log))
