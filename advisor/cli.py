@@ -13,6 +13,7 @@ from typing import NoReturn
 from advisor import pipeline
 from advisor.command import CommandError
 from advisor.ingest import sources
+from advisor.plan.figures import PlanError
 from advisor.report.contract import Report
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.rules.schema import RuleSetError, load_rules
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         return _error(str(error))
     except RuleSetError as error:
         return _error(f"invalid rule file: {error}")
+    except PlanError as error:  # the folder --model-dir names
+        return _error(str(error))
     except KeyboardInterrupt:
         return _error("interrupted", code=130)
     except BrokenPipeError:
@@ -103,6 +106,11 @@ def analysis_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--cmd", help='the launch command to correct, e.g. "vllm serve MODEL --max-model-len 32768"')
     parser.add_argument(
+        "--model-dir",
+        help="the served model's folder on this machine: its config.json gives the KV cache bytes per token "
+        "the log may not print, to size a fixed KV budget",
+    )
+    parser.add_argument(
         "--metrics",
         action="append",
         metavar="SOURCE",
@@ -142,9 +150,10 @@ def _analyze_files(args: argparse.Namespace) -> int:
     if not paths:
         raise InputError(f"{' '.join(args.files)}: no files in it")
     if len(paths) == 1:
-        pending = [analyze_one(paths[0], args.cmd)]
+        pending = [analyze_one(paths[0], args.cmd, args.model_dir)]
     else:  # an archive: the logs are read in parallel
-        pending = [_checked(path, result) for path, result in zip(paths, pipeline.pending_many(paths, args.cmd))]
+        results = pipeline.pending_many(paths, args.cmd, args.model_dir)
+        pending = [_checked(path, result) for path, result in zip(paths, results)]
     try:
         with writing("report"):
             if output == "json":
@@ -193,9 +202,9 @@ def exit_code(reports: list[Report], fail_on: str | None) -> int:
     return EXIT_FAILURE if failed else EXIT_OK
 
 
-def analyze_one(path: str, user_command: str | None) -> pipeline.PendingReport:
+def analyze_one(path: str, user_command: str | None, model_dir: str | None = None) -> pipeline.PendingReport:
     try:
-        return pipeline.pending(path, user_command)
+        return pipeline.pending(path, user_command, model_dir=model_dir)
     except (OSError, EOFError, pipeline.ProcessDied) as error:
         return _checked(path, error)
 

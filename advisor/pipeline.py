@@ -17,6 +17,7 @@ from advisor.fast.background import ProcessDied
 from advisor.fast.packed_report import PendingReport
 from advisor.ingest import sources
 from advisor.parse.facts import Fact
+from advisor.plan import model as model_shape
 from advisor.report.build import build_report, parse
 from advisor.report.contract import Report
 
@@ -25,21 +26,34 @@ Log = str | os.PathLike | bytes | Iterable[str]
 __all__ = ["Log", "PendingReport", "ProcessDied", "analyze", "display_name", "facts", "pending", "pending_many"]
 
 
-def analyze(log: Log, command: str | None = None, *, name: str | None = None, fast: bool = True) -> Report:
-    """The report of a log; `command` is the launch command to correct when the log does not show it."""
+def analyze(
+    log: Log, command: str | None = None, *, name: str | None = None, fast: bool = True, model_dir: str | None = None
+) -> Report:
+    """The report of a log; `command` is the launch command to correct when the log does not show it;
+    `model_dir`, the served model's folder on this machine, whose config sizes what the log does not."""
     if fast:
-        return pending(log, command, name=name).report()
-    return build_report(facts(log, fast=False), name or display_name(log), command)
+        return pending(log, command, name=name, model_dir=model_dir).report()
+    return build_report(facts(log, fast=False), name or display_name(log), command, served_model(model_dir))
 
 
-def pending(log: Log, command: str | None = None, *, name: str | None = None) -> PendingReport:
+def pending(
+    log: Log, command: str | None = None, *, name: str | None = None, model_dir: str | None = None
+) -> PendingReport:
     """The fast path's report while it is being made: its JSON can be written before it is finished."""
-    return PendingReport(facts(log), name or display_name(log), command)
+    return PendingReport(facts(log), name or display_name(log), command, served_model(model_dir))
 
 
-def pending_many(paths: list[str], command: str | None = None) -> list[PendingReport | BaseException]:
+def served_model(model_dir: str | None) -> model_shape.ModelShape | None:
+    """The shape of the model in this folder (config.json, safetensors headers); PlanError if unreadable."""
+    return model_shape.load(model_dir) if model_dir else None
+
+
+def pending_many(
+    paths: list[str], command: str | None = None, model_dir: str | None = None
+) -> list[PendingReport | BaseException]:
     """The reports of several logs, in order, their lines read in parallel on the cores this process
     may use; a log that cannot be read gives its error in its place."""
+    model = served_model(model_dir)
     workers = min(len(paths), scan.usable_cores())
     results: Iterable[list[Fact] | BaseException]
     if workers < 2 or not background.can_fork():
@@ -50,7 +64,7 @@ def pending_many(paths: list[str], command: str | None = None) -> list[PendingRe
         with pool:
             results = list(pool.map(_facts_or_error, paths, itertools.repeat(1)))
     return [
-        result if isinstance(result, BaseException) else PendingReport(result, display_name(path), command)
+        result if isinstance(result, BaseException) else PendingReport(result, display_name(path), command, model)
         for path, result in zip(paths, results)
     ]
 

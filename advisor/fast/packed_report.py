@@ -8,6 +8,7 @@ from typing import TextIO
 
 from advisor.fast import background
 from advisor.parse.facts import Fact
+from advisor.plan.model import ModelShape
 from advisor.report import writer
 from advisor.report.build import summarize
 from advisor.report.contract import EventOut, Report, Verdict
@@ -61,10 +62,15 @@ class PackedReport(Report):
 
 
 def packed_report(
-    facts: list[Fact], source: str, user_command: str | None = None, events: EventsView | None = None
+    facts: list[Fact],
+    source: str,
+    user_command: str | None = None,
+    events: EventsView | None = None,
+    model: ModelShape | None = None,
 ) -> PackedReport:
     """The report of these facts; `events`, when given, is their EventsView, already made."""
-    return PackedReport.of(summarize(facts, source, user_command), EventsView(facts) if events is None else events)
+    report = summarize(facts, source, user_command, model)
+    return PackedReport.of(report, EventsView(facts) if events is None else events)
 
 
 class PendingReport:
@@ -72,14 +78,16 @@ class PendingReport:
     facts alone: for a big log a forked process writes them while this one works out the rest
     (runs, rules, findings), which follows them."""
 
-    def __init__(self, facts: list[Fact], source: str, user_command: str | None = None):
-        self.facts, self.source, self.user_command = facts, source, user_command
+    def __init__(
+        self, facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
+    ):
+        self.facts, self.source, self.user_command, self.model = facts, source, user_command, model
         self.events = EventsView(facts)
         self.done: PackedReport | None = None
 
     def report(self) -> PackedReport:
         if self.done is None:
-            self.done = packed_report(self.facts, self.source, self.user_command, self.events)
+            self.done = packed_report(self.facts, self.source, self.user_command, self.events, self.model)
         return self.done
 
     def write_json(self, stream: TextIO) -> None:

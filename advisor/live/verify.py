@@ -27,6 +27,7 @@ from advisor.live.launch import (
     shown,
     vllm_python,
 )
+from advisor.plan.figures import PlanError
 from advisor.report.contract import Report
 from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
 
@@ -166,7 +167,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--format", choices=["text", "json"], default="text")
     args = parser.parse_args(argv)
     try:
-        report = pipeline.analyze(args.log, name=args.log)
+        report = pipeline.analyze(args.log, name=args.log, model_dir=args.model)
         command, python = command_to_check(report, args.cmd), vllm_python(args.python)
         server_args(command, args.model)  # refuse anything but vLLM before launching anything
         # The new logs are kept: they are the evidence the operator may want to read or attach.
@@ -190,7 +191,7 @@ def main(argv: list[str]) -> int:
             print(render_ladder(results, args.format))
             return EXIT_FIXED if any(r.outcome == "fixed" for r in results) else EXIT_STILL_FAILING
         check = verify(report, command, python, workdir, args.timeout, args.load, args.max_tokens, args.model)
-    except (CannotRun, OSError) as error:
+    except (CannotRun, OSError, PlanError) as error:
         print(f"vllm-advisor verify: could not run: {error}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     print(render(check, args.format))

@@ -11,6 +11,7 @@ from advisor.parse.continuation import continued_facts
 from advisor.parse.facts import Fact, Number
 from advisor.parse.grammar import parse_line
 from advisor.parse.limits import bounded_tracebacks
+from advisor.plan.model import ModelShape
 from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, Verdict
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
@@ -23,24 +24,31 @@ def parse(lines: Iterable[Line]) -> list[Fact]:
     return list(bounded_tracebacks(continued_facts(lines, parse_line)))
 
 
-def analyze(lines: Iterable[Line], source: str, user_command: str | None = None) -> Report:
+def analyze(
+    lines: Iterable[Line], source: str, user_command: str | None = None, model: ModelShape | None = None
+) -> Report:
     """Lines -> facts -> runs -> findings -> the report, last run first."""
-    return build_report(parse(lines), source, user_command)
+    return build_report(parse(lines), source, user_command, model)
 
 
-def build_report(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
-    report = summarize(facts, source, user_command)
+def build_report(
+    facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
+) -> Report:
+    report = summarize(facts, source, user_command, model)
     report.events = [
         EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in TRACEBACK_KINDS
     ]
     return report
 
 
-def summarize(facts: list[Fact], source: str, user_command: str | None = None) -> Report:
-    """The report of these facts without its events (the caller adds them, as a list or as a view)."""
+def summarize(
+    facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
+) -> Report:
+    """The report of these facts without its events (the caller adds them, as a list or as a view);
+    `model`, the served model's shape when its folder is given, lets rules size what the log does not."""
     runs = split_runs(facts)
     rules = load_rules()
-    matches_by_run = [(run, match_run(run, rules)) for run in runs]
+    matches_by_run = [(run, match_run(run, rules, model=model)) for run in runs]
     findings_by_run = [[finding(m) for m in ms] for _, ms in matches_by_run]
     findings = [f for run_findings in reversed(findings_by_run) for f in run_findings]
     last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])

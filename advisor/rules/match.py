@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.parse.facts import Fact
 from advisor.parse.messages import STATE_NAMES
+from advisor.plan.for_log import kv_figures
+from advisor.plan.model import ModelShape
 from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
@@ -41,13 +43,15 @@ class RunContext:
     where it is read in full.
     """
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, model: ModelShape | None = None):
         self.names: dict[str, Any] = {
             f"arg_{k}": v for k, v in run.launch_args().items() if isinstance(v, (int, float, str))
         }
         # A state the stats lines report changes from line to line: an event sees only its own, never
         # a later line's (batch would then judge an earlier line by what a stream had not yet read).
         self.names.update({name: value for name, value in run.values.items() if name not in STATE_NAMES})
+        if model is not None:
+            self.names.update(model_names(model, self.names, run.backend))
         if run.peak_running_reqs is not None:
             self.names["peak_running_reqs"] = run.peak_running_reqs
         self.names.update(kinds=sorted(run.kinds()), vllm_version=run.vllm_version)
@@ -103,15 +107,39 @@ class RunContext:
         return {**self.names, **own, **derived}
 
 
-def context_for(run: Run, event: Event) -> dict[str, Any]:
+def model_names(model: ModelShape, names: dict[str, Any], backend: str | None) -> dict[str, Any]:
+    """The model's KV figures (plan's, from its folder) at the run's length, TP, KV dtype and block size."""
+    length = names.get("max_seq_len") or names.get("arg_max_model_len")
+    if not isinstance(length, int) or length <= 0:
+        return {}
+
+    def setting(value: str, arg: str) -> Any:
+        return names.get(value) or names.get(arg)
+
+    figures = kv_figures(
+        model,
+        device="cpu" if backend == "cpu" else "cuda",
+        max_model_len=length,
+        tensor_parallel=int(setting("tensor_parallel_size", "arg_tensor_parallel_size") or 1),
+        kv_cache_dtype=str(names.get("arg_kv_cache_dtype") or "auto"),
+        block_size=setting("block_size", "arg_block_size"),
+        max_num_seqs=names.get("arg_max_num_seqs"),
+    )
+    return {**figures, "model_kv_length": length, "model_dir": str(model.path)} if figures else {}
+
+
+def context_for(run: Run, event: Event, model: ModelShape | None = None) -> dict[str, Any]:
     """Names a rule may use on an event: the run's launch arguments (arg_*), last values, peak running
-    requests, kinds and version, the event's own names, and the arithmetic derived from them all."""
-    scope = RunContext(run)
+    requests, kinds and version, the model's KV figures when its folder is given, the event's own
+    names, and the arithmetic derived from them all."""
+    scope = RunContext(run, model)
     own = scope.own_names(event)
     return scope.whole(own, arithmetic({**scope.names, **own}))
 
 
-def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = None) -> list[Match]:
+def match_run(
+    run: Run, rules: tuple[Rule, ...], events: list[Event] | None = None, model: ModelShape | None = None
+) -> list[Match]:
     """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it.
 
     Events are walked once: an event's own names are gathered only when a rule still waiting for
@@ -119,7 +147,7 @@ def match_run(run: Run, rules: tuple[Rule, ...], events: list[Event] | None = No
     names they read, and read no arithmetic: that, and the whole context, are made only for the
     events a rule fires on.
     """
-    scope = RunContext(run)
+    scope = RunContext(run, model)
     waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules still waiting for it, in rule order
     for index, rule in enumerate(rules):
         for kind in dict.fromkeys(rule.event):

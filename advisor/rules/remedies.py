@@ -88,6 +88,8 @@ DERIVED_NAMES = frozenset(
         "lower_utilization",
         "max_safe_utilization",
         "memory_place",
+        "model_kv_budget_bytes",
+        "model_kv_budget_requests",
         "next_port",
         "next_utilization",
         "parallel_units",
@@ -189,6 +191,16 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     free = v.get("free_gpu_gib")
     if free and v.get("kv_requested_gib"):  # 90% of what was free, in whole MiB
         out["kv_bytes_that_fit"] = math.floor(free * GIB * 0.9 / 2**20) * 2**20
+    per_request, block_bytes = v.get("model_kv_bytes_per_request"), v.get("model_kv_block_bytes")
+    if per_request and block_bytes:
+        # From the model's own config: the KV cache a full batch of full-length requests takes, the null
+        # block included, but no more than 90% of what was free; whole MiB.
+        seqs = int(v.get("arg_max_num_seqs") or v.get("model_max_num_seqs") or 1)
+        room = free * GIB * 0.9 - block_bytes if free else math.inf
+        requests = min(seqs, int(room // per_request)) if room > 0 else 0
+        if requests >= 1:
+            out["model_kv_budget_requests"] = requests
+            out["model_kv_budget_bytes"] = math.ceil((requests * per_request + block_bytes) / 2**20) * 2**20
     if free is not None and total:
         out["free_fraction"] = round(free / total, 3)
         out["max_safe_utilization"] = min(MAX_UTILIZATION, math.floor(free / total * 100) / 100)
