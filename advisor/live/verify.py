@@ -167,7 +167,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--format", choices=["text", "json"], default="text")
     args = parser.parse_args(argv)
     try:
-        report = pipeline.analyze(args.log, name=args.log, model_dir=args.model)
+        try:
+            report = pipeline.analyze(args.log, name=args.log, model_dir=args.model)
+        except PlanError:  # a model plan cannot read may still serve: the log's own advice is checked
+            report = pipeline.analyze(args.log, name=args.log)
         command, python = command_to_check(report, args.cmd), vllm_python(args.python)
         server_args(command, args.model)  # refuse anything but vLLM before launching anything
         # The new logs are kept: they are the evidence the operator may want to read or attach.
@@ -191,7 +194,7 @@ def main(argv: list[str]) -> int:
             print(render_ladder(results, args.format))
             return EXIT_FIXED if any(r.outcome == "fixed" for r in results) else EXIT_STILL_FAILING
         check = verify(report, command, python, workdir, args.timeout, args.load, args.max_tokens, args.model)
-    except (CannotRun, OSError, PlanError) as error:
+    except (CannotRun, OSError) as error:
         print(f"vllm-advisor verify: could not run: {error}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     print(render(check, args.format))

@@ -141,6 +141,23 @@ def test_without_a_vllm_environment_verify_says_it_could_not_run(tmp_path, capsy
     assert err.startswith("vllm-advisor verify: could not run: no vLLM environment") and err.count("\n") == 1
 
 
+def test_a_model_plan_cannot_read_still_gets_the_log_s_advice_checked(tmp_path, capsys):
+    # The served folder sizes the advice when plan can read it; one it cannot (here: no config.json)
+    # must not stop verify, which goes on to the launch (and here says the vLLM environment is missing).
+    argv = [
+        "verify",
+        str(fixture_path("kv-shortfall")),
+        "--model",
+        str(tmp_path),
+        "--python",
+        str(tmp_path / "no/python"),
+    ]
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code == live.EXIT_COULD_NOT_RUN and out == ""
+    assert err.startswith("vllm-advisor verify: could not run: no vLLM environment"), err
+
+
 def test_the_verify_report_fits_80_columns_and_sets_before_beside_after():
     before = launch.Round(
         "python -m vllm.entrypoints.openai.api_server --model /m --max-num-seqs 8",
