@@ -113,17 +113,19 @@ def model_names(model: ModelShape, names: dict[str, Any], backend: str | None) -
     if not isinstance(length, int) or length <= 0:
         return {}
 
-    def setting(value: str, arg: str) -> Any:
-        return names.get(value) or names.get(arg)
+    def setting(value: str, arg: str, default: int | None) -> int | None:
+        # Whole numbers in vLLM's range only: a crafted log's 1e15 or 0.5 is not a setting to plan with.
+        given = names.get(value) or names.get(arg)
+        return given if isinstance(given, int) and 0 < given <= 1 << 16 else default
 
     figures = kv_figures(
         model,
         device="cpu" if backend == "cpu" else "cuda",
         max_model_len=length,
-        tensor_parallel=int(setting("tensor_parallel_size", "arg_tensor_parallel_size") or 1),
+        tensor_parallel=setting("tensor_parallel_size", "arg_tensor_parallel_size", 1) or 1,
         kv_cache_dtype=str(names.get("arg_kv_cache_dtype") or "auto"),
-        block_size=setting("block_size", "arg_block_size"),
-        max_num_seqs=names.get("arg_max_num_seqs"),
+        block_size=setting("block_size", "arg_block_size", None),
+        max_num_seqs=setting("arg_max_num_seqs", "arg_max_num_seqs", None),
     )
     return {**figures, "model_kv_length": length, "model_dir": str(model.path)} if figures else {}
 

@@ -127,6 +127,9 @@ class Scenario:
     # GiB): flags and env that still produce the failure; None means the generic adaptation.
     legacy_args: list[str] | None = None
     legacy_env: dict[str, str] | None = None
+    env: dict[str, str] | None = None  # the server's environment beyond the machine's
+    # Serve a copy of the model whose config.json names this architecture instead.
+    architecture: str | None = None
 
 
 SCENARIOS = [
@@ -204,6 +207,47 @@ SCENARIOS = [
         serve_two_completions,
         operator_sigterm=True,
     ),
+    # Failures an operator meets with a model or flag the build does not support.
+    Scenario(
+        "unsupported-kv-dtype",
+        "startup",
+        "unsupported_kv_dtype",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000", "--kv-cache-dtype", "fp8_inc"],
+        "fp8_inc",
+    ),
+    Scenario(
+        "unsupported-quantization",
+        "startup",
+        "unsupported_quantization",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000", "--quantization", "gptq"],
+        "gptq",
+    ),
+    Scenario(
+        "unsupported-architecture",
+        "startup",
+        "unsupported_architecture",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000"],
+        "NovelLlamaForCausalLM",
+        architecture="NovelLlamaForCausalLM",
+    ),
+    # Healthy servers whose logs carry warnings that read like the failures above.
+    Scenario(
+        "healthy-long-context-override",
+        "healthy",
+        "none",
+        ["--max-model-len", str(2 * MAX_POSITION_EMBEDDINGS), "--kv-cache-memory-bytes", "80000000"],
+        "Application startup complete.",
+        serve_two_completions,
+        env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+    ),
+    Scenario(
+        "healthy-fp8-kv",
+        "healthy",
+        "none",
+        ["--max-model-len", "4096", "--kv-cache-memory-bytes", "32000000", "--kv-cache-dtype", "fp8"],
+        "Application startup complete.",
+        serve_two_completions,
+    ),
 ]
 CACHE_FULL_PCT = 75.0  # a stats line at least this full counts as "nearly full"
 
@@ -229,7 +273,7 @@ def release_flags(python: str) -> dict:
 def adapt(scenario: Scenario, flags: dict) -> tuple[list[str], dict[str, str], str | None]:
     """The scenario's flags and env for this release, and what was changed (None: nothing)."""
     if flags["kv_cache_memory_bytes"] or "--kv-cache-memory-bytes" not in scenario.args:
-        return scenario.args, {}, None
+        return scenario.args, dict(scenario.env or {}), None
     if scenario.legacy_args is not None:
         return (
             scenario.legacy_args,
@@ -278,6 +322,19 @@ def scrape_metrics(port: int) -> str:
         return r.read().decode()
 
 
+def renamed_architecture(model: Path, architecture: str, copy: Path) -> Path:
+    """A copy of the model folder whose config.json names another architecture (weights shared by link)."""
+    copy.mkdir(parents=True, exist_ok=True)
+    for item in model.iterdir():
+        target = copy / item.name
+        if item.name != "config.json" and not target.exists():
+            target.symlink_to(item.resolve())
+    config = json.loads((model / "config.json").read_text())
+    config["architectures"] = [architecture]
+    (copy / "config.json").write_text(json.dumps(config, indent=2))
+    return copy
+
+
 def metric_sum(text: str, name: str) -> float | None:
     """A Prometheus metric summed over its label sets; None when the dump lacks it."""
     pattern = re.compile(rf"^{re.escape(name)}(\{{.*\}})?\s+(\S+)", re.M)
@@ -309,6 +366,8 @@ def run(scenario: Scenario, python: str, model: Path, out: Path, version: str, f
         holder.listen()
     began = time.monotonic()
     args, env, adapted = adapt(scenario, flags)
+    if scenario.architecture:
+        model = renamed_architecture(model, scenario.architecture, out / f".{scenario.name}-model")
     server = live_server.start(python, ["--model", str(model), *args], log_path, port, env=env)
     outcome: dict = {}
     try:
