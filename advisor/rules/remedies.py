@@ -196,8 +196,7 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
         # From the model's own config: the KV cache a full batch of full-length requests takes, the null
         # block included, but no more than 90% of what was free; whole MiB.
         seqs = int(v.get("arg_max_num_seqs") or v.get("model_max_num_seqs") or 1)
-        room = free * GIB * 0.9 - block_bytes if free else math.inf
-        requests = min(seqs, int(room // per_request)) if room > 0 else 0
+        requests = min(seqs, int((free * GIB * 0.9 - block_bytes) // per_request)) if free else seqs
         if requests >= 1:
             out["model_kv_budget_requests"] = requests
             out["model_kv_budget_bytes"] = math.ceil((requests * per_request + block_bytes) / 2**20) * 2**20

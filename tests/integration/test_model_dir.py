@@ -58,6 +58,18 @@ def test_the_fix_is_a_kv_budget_the_model_fills_not_all_that_was_free():
         assert "128 such requests" in top["why"] and model in top["why"]
 
 
+def test_a_log_that_does_not_say_what_was_free_is_analysed_with_the_folder_too():
+    # Every rule that fires derives its arithmetic with the model's figures: a log without free memory
+    # (here a KV shortfall) must still get its report, and its own first fix.
+    with_model = advisor(
+        "--format", "json", "--model-dir", str(MODELS / "llama-mha"), str(FIXTURES / "live/kv-shortfall.log")
+    )
+    alone = advisor("--format", "json", str(FIXTURES / "live/kv-shortfall.log"))
+    assert with_model.returncode == alone.returncode == 1 and with_model.stderr == ""
+    report, plain = json.loads(with_model.stdout), json.loads(alone.stdout)
+    assert report["verdict"] == plain["verdict"] and report["command"] == plain["command"]
+
+
 def test_without_the_folder_the_advice_is_the_log_s_own():
     report = json.loads(advisor("--format", "json", str(LOG)).stdout)
     assert report["findings"][0]["remediations"][0]["flags"] == {"--gpu-memory-utilization": "0.84"}
