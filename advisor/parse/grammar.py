@@ -283,6 +283,8 @@ def messages(body: str, parse=_lark_parse):
         words = dict(parts.get("text", {}))
         if kind == "exception":
             words["message"] = (rest.lstrip(":( ") if rest else "")[:500]
+        elif kind == "config_value_error":  # pydantic's detail: the message, without its [type=...] note
+            words["message"] = (rest or "").split(" [type=")[0].strip()[:500]
         yield str(kind), parts.get("values", {}), words, parts.get("args", {})
         if rest is None:
             if body[-1:].isdigit():  # a wrap may have cut its last number: "... length is 1" of "15488"

@@ -17,11 +17,7 @@ CAPTURES = sorted(str(p.relative_to(LIVE).with_suffix("")) for p in LIVE.glob("*
 RELEASES = sorted(p.name for p in LIVE.iterdir() if p.is_dir())
 # Captures the advisor misclassified at first sight (the same logs are corpus cases in
 # tests/snapshots/test_corpus.py KNOWN_WRONG). Strict: a fix that classifies one right must drop it here.
-KNOWN_WRONG: dict[str, str] = {
-    "unsupported-quantization": "vLLM 0.32 raises it inside a pydantic ValidationError, whose detail"
-    " ('Value error, Cannot find the config file for gptq') is on the line after the exception: the"
-    " advisor reads the exception's own line only, so S203 does not see the cause and S299 answers",
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 
 def analyze_capture(name: str):
