@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from operator import attrgetter
 from types import MappingProxyType
 
@@ -31,7 +33,11 @@ SERVING_KINDS = {
     "http_error",
     "preemption",
     "preemption_count",
+    "request_aborted",
 }
+# An engine that is dead to its requests, or whose serving loop failed, was serving: an excerpt that
+# shows one before any startup step began after readiness (but neither is progress).
+DEATH_WHILE_SERVING_KINDS = {"engine_dead", "engine_loop_failed"}
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {
     "engine_config",
@@ -50,6 +56,9 @@ PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS
 # The derived values of an event that moved nothing: one read-only mapping shared by all of them.
 NO_CHANGE: Mapping[str, float] = MappingProxyType({})
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
+# The stage of an exception whose whole traceback runs outside vLLM, in no vLLM process: a user's
+# own script (a client that got an HTTP error), not vLLM failing.
+FOREIGN = "foreign"
 KV_SIZING_KINDS = {
     "kv_available",
     "kv_cache_size",
@@ -62,47 +71,20 @@ KV_SIZING_KINDS = {
 }
 # The kinds that move a startup from one stage to the next (see place).
 STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "ready"}
-# What a traceback's frames say about the stage it failed in (function names, innermost wins).
-STAGE_BY_FUNCTION = {
-    "graph_capture": {"capture_end", "capture_model", "capture", "_capture_cudagraphs", "capture_begin"},
-    "model_init": {
-        "load_model",
-        "_initialize_model",
-        "initialize_model",
-        "create_weights",
-        "load_weights",
-        "init_vllm_registered_model",
-        "init_device",
-        "__torch_function__",
-    },
-    "kv_sizing": {
-        "determine_num_available_blocks",
-        "profile_run",
-        "determine_available_memory",
-        "_initialize_kv_caches",
-        "get_kv_cache_configs",
-        "check_enough_kv_cache_memory",
-        "raise_if_cache_size_invalid",
-        "initialize_cache",
-        "_dummy_run",
-    },
-    "serving": {
-        "execute_model",
-        "output_handler",
-        "chat_completion_stream_generator",
-        "completion_stream_generator",
-        "_continuation_prefill",
-        "step",
-        "step_with_batch_queue",
-        "run_busy_loop",
-        "_process_engine_step",
-        "create_chat_completion",
-        "create_completion",
-        "engine_step",
-        "process_output_sockets",
-        "_run_output_handler",
-        "sample_tokens",
-    },
+# What a traceback's frames say about the stage it failed in: vLLM's functions by the stage they run
+# in, derived from every release's source by tools/stages/extract.py (innermost frame wins).
+STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {
+    stage: frozenset(names)
+    for stage, names in json.loads(resources.files("advisor").joinpath("stages.json").read_text())["stages"].items()
+}
+# A frame outside vLLM's package keeps its place in the traceback under a name no stage holds.
+FOREIGN_FRAME = "~"
+# PyTorch's own frames that name a stage: torch.cuda.graph's capture, and the device context that
+# creates a model's tensors.
+TORCH_STAGE_FRAMES = {
+    FOREIGN_FRAME + "capture_begin": "graph_capture",
+    FOREIGN_FRAME + "capture_end": "graph_capture",
+    FOREIGN_FRAME + "__torch_function__": "model_init",
 }
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
 # and whether or not the excerpt shows the server getting ready.
@@ -208,6 +190,7 @@ def place(run: Run) -> list[Event]:
     )
     stage_of_line, open_frames = _traceback_stages(facts)
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
+    captured_late = _before_unfinished_capture(facts)
     events: list[Event] = []
     previous_stats: dict[tuple[str | None, Number | None], dict[str, Number]] = {}  # by process and engine
     capturing = sized = False
@@ -230,9 +213,11 @@ def place(run: Run) -> list[Event]:
             capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
             sized = sized or kind in KV_SIZING_KINDS
         stage, frames = stage_of_line.get(line, NO_STAGE)
+        if stage == FOREIGN and kind == "exception":  # a script's own traceback: not vLLM failing
+            continue
         phase = "runtime" if line >= runtime_from or _in_serving_loop(frames) else "startup"
         if not stage:
-            stage = _stage_from_context(line in weights_lines, phase, capturing, sized)
+            stage = _stage_from_context(line in weights_lines, phase, capturing or id(fact) in captured_late, sized)
         if kind == "stats":
             engine = (fact.process, values.get("engine"))
             events.append(Event(fact, phase, stage, frames, _stats_change(previous_stats.get(engine), values)))
@@ -254,6 +239,19 @@ def place(run: Run) -> list[Event]:
     return sorted(events, key=attrgetter("fact.line"))
 
 
+def _before_unfinished_capture(facts: list[Fact]) -> set[int]:
+    """The ids of the facts printed before another process's CUDA-graph capture that never finished.
+
+    Ray prints its workers' lines late, and folds repeats into one ("[repeated 7x across
+    cluster]"), so the driver's error can stand before the capture it happened in. A capture that
+    no "captured" or ready line follows was still under way when the run ended.
+    """
+    start = next((f for f in reversed(facts) if f.kind == "graph_capture_start" and f.process), None)
+    if start is None or any(f.kind in ("graph_captured", "ready") and f.line > start.line for f in facts):
+        return set()
+    return {id(f) for f in facts if f.line <= start.line and f.process != start.process}
+
+
 def _in_serving_loop(frames) -> bool:
     return not SERVING_LOOPS.isdisjoint(frames)
 
@@ -265,6 +263,7 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
     the traceback that follows it: those frames are its outer ones.
     """
     open_frames: dict[str | None, list[str]] = {}
+    foreign: dict[str | None, bool] = {}  # process -> its open traceback has only frames outside vLLM
     stage_of_line: dict[int, tuple[str, tuple[str, ...]]] = {}
     last_exception: dict[str | None, int] = {}
     causes: dict[str | None, int] = {}  # process -> line of the exception a chain marker points back to
@@ -279,12 +278,17 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
         kind, process = fact.kind, fact.process
         if kind == "traceback_start":
             open_frames[process] = []
+            foreign[process] = process is None and fact.level is None
         elif kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
-            open_frames.setdefault(process, []).append(fact.text.get("function", ""))
+            open_frames.setdefault(process, []).append(_frame_name(fact))
+            foreign[process] = foreign.get(process, False) and fact.text.get("package") != "vllm"
         elif kind == "exception_chain" and process in last_exception:
             causes[process] = last_exception[process]
         elif kind == "exception":
             frames = tuple(open_frames.pop(process, ()))
+            if frames and foreign.pop(process, False) and fact.level is None:
+                stage_of_line[fact.line] = (FOREIGN, frames)
+                continue
             stage_of_line[fact.line] = (stage_from_frames(frames), frames)
             resolve(process, frames)
             last_exception[process] = fact.line
@@ -293,8 +297,16 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
     return stage_of_line, open_frames
 
 
+def _frame_name(fact: Fact) -> str:
+    """A frame's function, as the stage map knows it: vLLM's own, or marked foreign."""
+    function = fact.text.get("function", "")
+    return function if fact.kind == "serving_call" or fact.text.get("package") == "vllm" else FOREIGN_FRAME + function
+
+
 def stage_from_frames(frames: tuple[str, ...]) -> str:
     for function in reversed(frames):  # innermost frame first
+        if function in TORCH_STAGE_FRAMES:
+            return TORCH_STAGE_FRAMES[function]
         for stage, names in STAGE_BY_FUNCTION.items():
             if function in names:
                 return stage
@@ -316,10 +328,10 @@ def _started_mid_way(facts: list[Fact]) -> bool:
     for fact in facts:
         if fact.kind in STARTUP_KINDS:
             return False
-        if fact.kind in SERVING_KINDS:
+        if fact.kind in SERVING_KINDS or fact.kind in DEATH_WHILE_SERVING_KINDS:
             return True
     serving_frames = STAGE_BY_FUNCTION["serving"]
-    return any(f.kind == "frame" and f.text.get("function") in serving_frames for f in facts)
+    return any(f.kind == "frame" and _frame_name(f) in serving_frames for f in facts)
 
 
 def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> Mapping[str, float]:

@@ -22,6 +22,8 @@ from advisor.report.contract import Report
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CORPUS = FIXTURES / "corpus"
+# Real excerpts mined from public threads, labelled from the log and its thread alone (fixtures/wild).
+WILD = FIXTURES / "wild"
 # The live tier's vLLM: the Python of its own environment (tools/live/setup_env.sh builds it).
 VLLM_PYTHON = default_vllm_python()
 # Set by CI, where every system tool is installed: a missing one is then a failure, not a skip.
@@ -52,8 +54,8 @@ def require_module(name: str, install: str):
         pytest.skip(reason)
 
 
-def corpus_cases() -> list[dict]:
-    return [json.loads(line) for line in (CORPUS / "cases.jsonl").read_text().splitlines() if line.strip()]
+def corpus_cases(folder: Path = CORPUS) -> list[dict]:
+    return [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines() if line.strip()]
 
 
 def fixture_path(name: str) -> Path:

@@ -12,6 +12,7 @@ from advisor.fast.templates import FactTemplates
 from advisor.ingest import sources
 from advisor.ingest.sources import MAX_LINE, line_segments
 from advisor.parse.continuation import MAX_FOLLOWING, MORE, is_cut, join, without_cut
+from advisor.parse import records
 from advisor.parse.facts import Fact
 from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser
 from advisor.parse.limits import TracebackBound
@@ -57,7 +58,7 @@ def scan_file(path: str, engine: str | None = None, parts: int | None = None) ->
     finally:
         for part in later_parts:
             part.cancel()
-    return facts
+    return records.with_record(facts, sources.lines(sources.read_chunks(path)))
 
 
 def usable_cores() -> int:
@@ -131,7 +132,9 @@ def _read(path: str, start: int, end: int | None) -> Iterator[bytes | bytearray]
 
 def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact]:
     """Every fact of every line, in order: the same list as report.parse(sources.lines(chunks))."""
-    return _scan_lines(chunks, engine)[0]
+    head: list[bytes] = []
+    found = _scan_lines(records.keeping_head(chunks, head), engine)[0]
+    return records.with_record(found, sources.lines(head))
 
 
 def _scan_lines(

@@ -9,7 +9,7 @@ from lark.exceptions import LarkError
 
 from advisor.ingest.sources import stripped_prefix
 from advisor.parse.facts import Fact, number
-from advisor.parse.grammar import find_anchor, parse_line, terminal_notes
+from advisor.parse.grammar import may_state_facts, parse_line, terminal_notes
 
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
 # a cached tree sits at the same offsets in any line with the same key.
@@ -123,7 +123,7 @@ class FactTemplates:
             return parse_line(text, line, self.trees.parse)
         key = text.encode("utf-8", "surrogatepass").translate(DIGIT_BYTES_TO_ZERO)
         if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor
-            if not find_anchor(text):
+            if not may_state_facts(text):
                 return []
             if len(self.recipes) >= MAX_TEMPLATES:
                 self.recipes.clear()

@@ -21,6 +21,8 @@ from advisor.parse.messages import ToFacts
 
 # Facts about the shape of a traceback count only where they start the line's body;
 # elsewhere "ValueError" or 'File "' is just a word inside a sentence.
+# The level of a record that is a fact whatever its message says (see parse_line).
+CRITICAL = "CRITICAL"
 STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
 # Real lines state a few messages; a hostile one full of anchors must not cost a parse per anchor.
 MAX_ANCHORS_PER_LINE = 32
@@ -225,12 +227,17 @@ def split_envelope(text: str, parse=_lark_parse) -> Envelope:
     return Envelope(process, level, body.rstrip())
 
 
+def may_state_facts(text: str) -> bool:
+    """Whether a line can state a fact: it holds an anchor, or it may be a CRITICAL record."""
+    return CRITICAL in text or find_anchor(text) is not None
+
+
 def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
     """Every fact a line states, in order. Lines without an anchor cost one regex search.
 
     `parse(parser, text) -> Tree` runs a Lark parser; advisor.fast.templates passes a caching one.
     """
-    if not find_anchor(text):
+    if not may_state_facts(text):
         return []
     envelope = split_envelope(text, parse)
     facts: list[Fact] = []
@@ -246,6 +253,10 @@ def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
                 level=envelope.level,
             )
         )
+    if not facts and envelope.level == CRITICAL:
+        # vLLM logs CRITICAL only when it gives up: whatever its words, a record of its own.
+        words = {"message": envelope.body[:500]}
+        facts.append(Fact(kind="critical_record", line=line, text=words, process=envelope.process, level=CRITICAL))
     return facts
 
 
@@ -273,10 +284,14 @@ def messages(body: str, parse=_lark_parse):
         try:
             tree = parse(message_parser(), body[start:])
         except LarkError as error:
-            if _cut_by_the_end(error, body[start:]):
-                yield CUT, {}, {}, {}
-            position = start + 1
-            continue
+            if not _cut_by_the_end(error, body[start:]):
+                position = start + 1
+                continue
+            tree = _complete_clauses(body[start:], parse)
+            yield CUT, {}, {}, {}
+            if tree is None:
+                position = start + 1
+                continue
         message, rest = tree.children[0], _rest(tree)
         kind = message.data if isinstance(message, Tree) else "unknown"
         parts = ToFacts().transform(message) or {}
@@ -286,6 +301,8 @@ def messages(body: str, parse=_lark_parse):
         elif kind == "config_value_error":  # pydantic's detail: the message, without its [type=...] note
             words["message"] = (rest or "").split(" [type=")[0].strip()[:500]
         yield str(kind), parts.get("values", {}), words, parts.get("args", {})
+        if kind == "stats" and not body.rstrip().endswith(STATS_END):
+            yield CUT, {}, {}, {}  # every stats line ends on a percentage: a terminal wrapped this one
         if rest is None:
             if body[-1:].isdigit():  # a wrap may have cut its last number: "... length is 1" of "15488"
                 yield CUT, {}, {}, {}
@@ -320,6 +337,30 @@ def ends_inside_words(body: str) -> bool:
     )
 
 
+# How every periodic stats line of every release ends: "... CPU KV cache usage: 0.0%." (V0),
+# "... Prefix cache hit rate: 0.0%" (V1).
+STATS_END = ("%", "%.")
+# Where a message's optional clauses begin: a line cut inside one still states the clauses before it.
+CLAUSE_END = re.compile(r"[.,;]\s|\s\(")
+# The longest last word of a line that a wrap may have cut out of the grammar's words ("Pending" of
+# "Pending: 3 reqs").
+MAX_CUT_WORD = 40
+# How many clauses back from the cut a message is tried again.
+MAX_CLAUSES_BACK = 3
+
+
+def _complete_clauses(text: str, parse) -> Tree | None:
+    """The message a cut line states in its complete clauses: "CUDA out of memory. Tried to allocate
+    426.00 MiB. GPU " read as far as "MiB", the longest such text that parses, or None."""
+    ends = [m.start() for m in CLAUSE_END.finditer(text)][-MAX_CLAUSES_BACK:]
+    for end in reversed(ends):
+        try:
+            return parse(message_parser(), text[:end])
+        except LarkError:
+            continue
+    return None
+
+
 def _cut_by_the_end(error: LarkError, text: str) -> bool:
     """Whether a message failed only because its text ended: at the end, or inside a word it expected."""
     if isinstance(error, UnexpectedEOF):
@@ -333,6 +374,8 @@ def _cut_by_the_end(error: LarkError, text: str) -> bool:
     else:
         return False
     rest = text[at:].rstrip()
+    if rest and len(rest) <= MAX_CUT_WORD and not any(c.isspace() for c in rest):
+        return True  # the line ends on one word the grammar did not expect: the start of a longer one
     words = literal_terminals()
     return bool(rest) and any(
         len(words.get(name, "")) > len(rest) and words[name].startswith(rest) for name in expected

@@ -58,6 +58,9 @@ PROFILE_FACTS = {
 }
 
 
+# A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py").
+VLLM_PATH = re.compile(r"[/\\]vllm[/\\]")
+
 def _numbers(children) -> list[Number]:
     return [
         gib(c) if c.type in ("SIZE", "SIZE_OR_NUMBER") and not _bare(c) else number(c)
@@ -224,6 +227,9 @@ class ToFacts(Transformer):
             values["swap_usage_pct" if "kv_cache_usage_pct" in values else "kv_cache_usage_pct"] = cpu_usage
         return {"values": values}
 
+    def oom_held(self, c):
+        return {"values": {"pytorch_allocated_gib": _numbers(c)[0]}}
+
     def cuda_oom(self, c):
         return {"values": {"tried_to_allocate_gib": _numbers(c)[0], **_parts(c)}}
 
@@ -336,7 +342,10 @@ class ToFacts(Transformer):
         }
 
     def frame(self, c):
-        return {"text": {"function": (_token(c, "FUNC") or "").rstrip("(")}}
+        text = {"function": (_token(c, "FUNC") or "").rstrip("(")}
+        if VLLM_PATH.search(_token(c, "PATH") or ""):
+            text["package"] = "vllm"  # the frame runs vLLM's own code
+        return {"text": text}
 
     def serving_call(self, c):
         return {"text": {"function": _token(c, "A_SERVING_CALL") or ""}}

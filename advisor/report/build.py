@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from advisor import command
 from advisor.ingest.sources import Line
+from advisor.parse import records
 from advisor.parse.continuation import continued_facts
 from advisor.parse.facts import Fact, Number
 from advisor.parse.grammar import parse_line
@@ -16,12 +17,22 @@ from advisor.report.contract import Command, EventOut, Finding, RemediationOut, 
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
 from advisor.rules.schema import Remediation, load_rules
-from advisor.timeline import STAGE_BY_FUNCTION, TRACEBACK_KINDS, Run, split_runs
+from advisor.timeline import TRACEBACK_KINDS, Run, split_runs
 
 
 def parse(lines: Iterable[Line]) -> list[Fact]:
-    """Every fact of every line, in order (but the middle of a runaway traceback)."""
-    return list(bounded_tracebacks(continued_facts(lines, parse_line)))
+    """Every fact of every line, in order (but the middle of a runaway traceback); the log's first
+    vLLM record among them when no message says it is vLLM's."""
+    head: list[Line] = []
+
+    def keeping_head(lines: Iterable[Line]) -> Iterator[Line]:
+        for line in lines:
+            if len(head) < records.HEAD_LINES:
+                head.append(line)
+            yield line
+
+    found = list(bounded_tracebacks(continued_facts(keeping_head(lines), parse_line)))
+    return records.with_record(found, iter(head))
 
 
 def analyze(
@@ -83,9 +94,8 @@ def verdict(run: Run | None, matches: list[Match]) -> Verdict:
 
 
 def _has_vllm_facts(run: Run) -> bool:
-    # A lone Python traceback is not evidence that the log is a vLLM log.
-    serving = STAGE_BY_FUNCTION["serving"]
-    return any(f.kind not in TRACEBACK_KINDS | {"exception"} or f.text.get("function") in serving for f in run.facts)
+    # A lone Python traceback is not evidence that the log is a vLLM log; a vLLM record is.
+    return any(f.kind not in TRACEBACK_KINDS | {"exception"} or f.text.get("package") == "vllm" for f in run.facts)
 
 
 def ranked_remediations(remediations: list[Remediation], context: dict[str, Any]) -> list[RemediationOut]:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import sources
+from functions_ast import calls
 from messages_ast import VERSION, messages
 from sources import fetched
 
@@ -20,19 +21,31 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def read_release(version: str) -> list[dict]:
-    """Every distinct (template, style, call, file) of one release, unfiltered."""
+def read_release(version: str) -> dict:
+    """One release, read once: every distinct (template, style, call, file, function) it logs or
+    raises, unfiltered, with the source lines of its calls, and its call graph ({function: [names it
+    calls]}, merged over files)."""
     found: dict[tuple, dict] = {}
+    graph: dict[str, set[str]] = {}
     for path, source in fetched(version):
-        for text, style, call in messages(source):
-            entry = {"template": normalise(text), "style": style, "call": call, "file": path}
-            found.setdefault(tuple(entry.values()), entry)
-    return list(found.values())
+        for text, style, call, function, lines in messages(source):
+            entry = {"template": normalise(text), "style": style, "call": call, "file": path, "function": function}
+            found.setdefault(tuple(entry.values()), {**entry, "lines": []})["lines"].append(lines)
+        for function, called in calls(source).items():
+            graph.setdefault(function, set()).update(called)
+    return {"messages": list(found.values()), "calls": {f: sorted(c) for f, c in sorted(graph.items())}}
 
 
 def cached(version: str, cache: Path = CACHE) -> list[dict] | None:
+    """The messages of one release, as last read."""
     path = cache / f"{version}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return json.loads(path.read_text())["messages"] if path.exists() else None
+
+
+def cached_calls(version: str, cache: Path = CACHE) -> dict[str, list[str]] | None:
+    """The call graph of one release, as last read."""
+    path = cache / f"{version}.json"
+    return json.loads(path.read_text())["calls"] if path.exists() else None
 
 
 def harvest(versions: list[str], cache: Path = CACHE) -> dict[str, str]:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 # Bump when what is extracted changes: releases cached by an older version are read again.
-VERSION = 2
+VERSION = 4
 LOG_METHODS = {
     "info",
     "warning",
@@ -115,11 +115,13 @@ def _assignments(scope: ast.AST) -> tuple[dict[str, ast.AST], dict[str, str]]:
     return strings, aliases
 
 
-def messages(source: bytes) -> Iterator[tuple[str, str, str]]:
-    """(template, style, call) for each logger call and raise with a string message.
+def messages(source: bytes) -> Iterator[tuple[str, str, str, str, tuple[int, int]]]:
+    """(template, style, call, function, lines) for each logger call and raise with a string message.
 
-    call is "logger.<method>" or the raised class. Files that do not parse (Python 2 relics,
-    syntax newer than this interpreter) yield nothing.
+    call is "logger.<method>" or the raised class; function is the name of the function that
+    makes the call ("" at module level); lines, the first and last line of the call, one of which
+    a log record names as its [file:line]. Files that do not parse (Python 2 relics, syntax newer
+    than this interpreter) yield nothing.
     """
     try:
         tree = ast.parse(source)
@@ -135,7 +137,7 @@ def messages(source: bytes) -> Iterator[tuple[str, str, str]]:
             found = _message(node, dict(names), aliases)
             if found:
                 seen.add(id(node))
-                yield found
+                yield (*found, "" if scope is tree else scope.name, (node.lineno, node.end_lineno or node.lineno))
 
 
 def _message(node: ast.AST, names: dict[str, ast.AST], aliases: dict[str, str]) -> tuple[str, str, str] | None:

@@ -1,0 +1,60 @@
+"""vLLM log records known by their envelope alone: the fact a log shows when the grammar knows none
+of its messages, so that a vLLM log is never "no vLLM log lines recognised"."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator
+
+from advisor.ingest.sources import Line
+from advisor.parse.facts import Fact
+
+# vLLM's own log format (vllm/logger.py): "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d]
+# %(message)s" with the date as "%m-%d %H:%M:%S" (0.8 on; before, "filename:lineno]" without the
+# bracket), after the process tag its multiprocessing workers add; and the API server's uvicorn
+# access lines for vLLM's routes.
+# A record is found anywhere in a line, after whatever a shipper or a paste put before it.
+RECORD = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?(?P<source>[\w.\-]+\.py):\d+\]"
+    r"|INFO: +\S+ - \"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) /(?:v1/|health|metrics|tokenize|detokenize|ping|version|load|pooling|score|rerank|invocations)"
+    # the process tags vLLM's own processes print before their lines, whatever follows
+    r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*(?: rank=\d+)? pid=\d+"
+)
+# Where the first record is looked for: a vLLM log shows one within its first lines.
+HEAD_LINES = 2000
+# How much of a log read once (stdin, a pipe) is kept for first_record.
+HEAD_BYTES = 1 << 20
+# The kinds that are no evidence by themselves that a log is vLLM's (a Python traceback).
+NOT_EVIDENCE = {"traceback_start", "frame", "serving_call", "exception_chain", "exception"}
+
+
+def first_record(lines: Iterable[Line]) -> Fact | None:
+    """The first line of the head of a log that is a vLLM record, as a fact."""
+    for line in itertools.islice(lines, HEAD_LINES):
+        found = RECORD.search(line.text)
+        if found:
+            source = found["source"] or found["process"] or "uvicorn access log"
+            return Fact(kind="vllm_record", line=line.number, text={"source": source}, level=found["level"] or "INFO")
+    return None
+
+
+def keeping_head(chunks: Iterable[bytes | bytearray], head: list[bytes]) -> Iterator[bytes | bytearray]:
+    """The chunks of a log read once, a copy of the first HEAD_BYTES of them kept in `head`."""
+    kept = 0
+    for chunk in chunks:
+        if kept < HEAD_BYTES:
+            head.append(bytes(chunk))  # a reader may reuse its buffer for the next chunk
+            kept += len(chunk)
+        yield chunk
+
+
+def with_record(facts: list[Fact], head: Iterator[Line]) -> list[Fact]:
+    """The facts, with the log's first vLLM record among them when nothing else shows it is vLLM's."""
+    if any(fact.kind not in NOT_EVIDENCE for fact in facts):
+        return facts
+    record = first_record(head)
+    if record is None:
+        return facts
+    at = next((i for i, fact in enumerate(facts) if fact.line >= record.line), len(facts))
+    return [*facts[:at], record, *facts[at:]]

@@ -1,0 +1,143 @@
+"""Build advisor/stages.json: which vLLM functions run only during one stage of start-up, and which
+only in the serving loop, read from every release's call graph (tools/wordings harvests it).
+
+    python tools/stages/extract.py            fetch the releases not cached yet, rebuild the map
+    python tools/stages/extract.py --offline  rebuild from the cached releases only
+
+For each release, every function reached from a stage's entry points (below) through the calls in
+vLLM's own source belongs to that stage; one reached from two stages' entry points (a model's
+forward, which profiling and serving both run) belongs to none. A function keeps its stage in the map
+when every release that places it agrees. The advisor reads a traceback's frames innermost first, so
+an ambiguous frame defers to the frame that called it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "wordings"))
+
+from harvest import CACHE, cached_calls, harvest  # noqa: E402
+from sources import releases, version_key  # noqa: E402
+
+STAGES_JSON = ROOT / "advisor" / "stages.json"
+# Where each stage begins in vLLM's code, by function name (those a release lacks are skipped).
+ENTRY_POINTS = {
+    "model_init": (
+        "load_model",
+        "load_weights",
+        "init_device",
+        "initialize_model",
+        "_initialize_model",
+        "init_vllm_registered_model",
+        "process_weights_after_loading",
+        "create_weights",
+    ),
+    "kv_sizing": (
+        "determine_num_available_blocks",
+        "determine_available_memory",
+        "profile_run",
+        "_initialize_kv_caches",
+        "initialize_cache",
+        "get_kv_cache_config",
+        "get_kv_cache_configs",
+        "check_enough_kv_cache_memory",
+        "raise_if_cache_size_invalid",
+        "initialize_from_config",
+        "_init_cache",
+        "init_cache_engine",
+    ),
+    "graph_capture": ("capture_model", "_capture_cudagraphs", "capture_begin", "capture_end"),
+    "serving": (
+        "step",
+        "run_busy_loop",
+        "run_engine_loop",
+        "engine_step",
+        "step_async",
+        "_process_engine_step",
+        "step_with_batch_queue",
+        "output_handler",
+        "_run_output_handler",
+        "process_output_sockets",
+        "process_input_sockets",
+        "create_chat_completion",
+        "create_completion",
+        "create_embedding",
+        "chat_completion_stream_generator",
+        "completion_stream_generator",
+        "_log_task_completion",
+        "_run_engine",
+    ),
+}
+
+
+def stages_of_release(graph: dict[str, list[str]]) -> dict[str, set[str]]:
+    """{function: the stages that reach it} for the functions of one release that a stage reaches;
+    an entry point belongs to its own stage alone, whatever else reaches it (profiling runs the
+    model's step too)."""
+    reached: dict[str, set[str]] = defaultdict(set)
+    for stage, entries in ENTRY_POINTS.items():
+        todo = [name for name in entries if name in graph]
+        seen = set(todo)
+        while todo:
+            for callee in graph.get(todo.pop(), ()):
+                if callee in graph and callee not in seen:  # vLLM's own functions only
+                    seen.add(callee)
+                    todo.append(callee)
+        for name in seen:
+            reached[name].add(stage)
+    for stage, entries in ENTRY_POINTS.items():
+        for name in entries:
+            if name in graph:
+                reached[name] = {stage}
+    return reached
+
+
+def build(per_release: dict[str, dict[str, list[str]]]) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """The map over all releases ({stage: sorted names}: the functions that one stage alone reaches
+    in every release), and how many functions each release places in one stage."""
+    placed: dict[str, set[str]] = defaultdict(set)
+    counts = {}
+    for version in sorted(per_release, key=version_key):
+        release = stages_of_release(per_release[version])
+        counts[version] = sum(len(stages) == 1 for stages in release.values())
+        for name, stages in release.items():
+            placed[name] |= stages
+    by_stage: dict[str, list[str]] = {stage: [] for stage in ENTRY_POINTS}
+    for name in sorted(placed):
+        if len(placed[name]) == 1:
+            by_stage[next(iter(placed[name]))].append(name)
+    return by_stage, counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--offline", action="store_true", help="use cached releases only")
+    args = parser.parse_args(argv)
+    if args.offline:
+        versions = sorted((p.stem for p in CACHE.glob("*.json")), key=version_key)
+    else:
+        versions = releases()
+        for version, why in harvest(versions).items():
+            print(f"failed: vllm {version}: {why}", file=sys.stderr)
+    per_release = {v: graph for v in versions if (graph := cached_calls(v)) is not None}
+    by_stage, counts = build(per_release)
+    document = {
+        "about": "vLLM functions by the stage they run in, derived by tools/stages/extract.py from each release's calls",
+        "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
+        "functions_placed_per_release": counts,
+        "stages": by_stage,
+    }
+    STAGES_JSON.write_text(json.dumps(document, indent=1) + "\n")
+    sizes = ", ".join(f"{stage} {len(names)}" for stage, names in by_stage.items())
+    print(f"{len(per_release)} releases; functions by stage: {sizes}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
