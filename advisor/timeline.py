@@ -34,6 +34,7 @@ SERVING_KINDS = {
     "preemption",
     "preemption_count",
     "request_aborted",
+    "request_added",
 }
 # An engine that is dead to its requests, or whose serving loop failed, was serving: an excerpt that
 # shows one before any startup step began after readiness (but neither is progress).
@@ -73,12 +74,13 @@ KV_SIZING_KINDS = {
 STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "ready"}
 # What a traceback's frames say about the stage it failed in: vLLM's functions by the stage they run
 # in, derived from every release's source by tools/stages/extract.py (innermost frame wins).
-STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {
-    stage: frozenset(names)
-    for stage, names in json.loads(resources.files("advisor").joinpath("stages.json").read_text())["stages"].items()
-}
+_STAGES = json.loads(resources.files("advisor").joinpath("stages.json").read_text())
+STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {stage: frozenset(names) for stage, names in _STAGES["stages"].items()}
+
 # A frame outside vLLM's package keeps its place in the traceback under a name no stage holds.
 FOREIGN_FRAME = "~"
+# The place of the logger call that printed a traceback's lines, as its outermost frame: "@serving".
+LOGGED_IN = "@"
 # PyTorch's own frames that name a stage: torch.cuda.graph's capture, and the device context that
 # creates a model's tensors.
 TORCH_STAGE_FRAMES = {
@@ -253,7 +255,8 @@ def _before_unfinished_capture(facts: list[Fact]) -> set[int]:
 
 
 def _in_serving_loop(frames) -> bool:
-    return not SERVING_LOOPS.isdisjoint(frames)
+    """Whether a traceback runs in the serving loop, or its innermost staged frame serves requests."""
+    return not SERVING_LOOPS.isdisjoint(frames) or stage_from_frames(tuple(frames)) == "serving"
 
 
 def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str, ...]]], dict[str | None, list[str]]]:
@@ -279,7 +282,12 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
         if kind == "traceback_start":
             open_frames[process] = []
             foreign[process] = process is None and fact.level is None
-        elif kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
+        if kind in TRACEBACK_KINDS | {"exception"} and (logged := fact.text.get("logged_in")):
+            # The logger call that printed it is the traceback's outermost known place.
+            frames_so_far = open_frames.setdefault(process, [])
+            if not frames_so_far or not frames_so_far[0].startswith(LOGGED_IN):
+                frames_so_far.insert(0, LOGGED_IN + logged)
+        if kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
             open_frames.setdefault(process, []).append(_frame_name(fact))
             foreign[process] = foreign.get(process, False) and fact.text.get("package") != "vllm"
         elif kind == "exception_chain" and process in last_exception:
@@ -305,6 +313,8 @@ def _frame_name(fact: Fact) -> str:
 
 def stage_from_frames(frames: tuple[str, ...]) -> str:
     for function in reversed(frames):  # innermost frame first
+        if function.startswith(LOGGED_IN):
+            return function.removeprefix(LOGGED_IN)
         if function in TORCH_STAGE_FRAMES:
             return TORCH_STAGE_FRAMES[function]
         for stage, names in STAGE_BY_FUNCTION.items():

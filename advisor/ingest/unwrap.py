@@ -42,6 +42,11 @@ WRAPPERS = {
     ),
     # ... and through column loggers (FastChat, loguru): "2024-04-27 10:13:05 | ERROR | stderr | ",
     # "2024-04-27 10:13:05.123 | INFO     | module:function:42 - "
+    # ... and with the process id after the level: "2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] "
+    # (the date goes; the envelope grammar reads the rest)
+    "pid_columns": re.compile(
+        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ \[[\w.\-]+\.py:\d+\])"
+    ),
     "columns": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| *[A-Z]+ *\| [^|]{1,120}?(?: \| | - )"),
 }
 # Wrappers nest (compose around journalctl, kubectl --prefix around --timestamps, any of them
@@ -62,10 +67,26 @@ JOURNAL_KEY = '"MESSAGE"'
 RAY_NOTE = "across cluster]"
 
 
+# vLLM's own envelope, "(EngineCore pid=8) ERROR 06-22 20:16:34 [core.py:52] " or the older
+# "ERROR 06-22 20:16:34 core.py:52] ": found after a prefix no wrapper above names and a space (a
+# Markdown quote, a shipper's columns), the prefix goes; glued to a progress bar, it stays.
+EMBEDDED_RECORD = re.compile(
+    r"(?:\([A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+(?:, ip=[^)]*)?\) )?"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? \[?[\w.\-]+\.py:\d+\]"
+)
+# A line that begins with its own envelope already (a process tag, its "(" sometimes cut off as
+# pasted, a rank tag, a level).
+ENVELOPE_START = re.compile(
+    r"\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |[A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
+)
+
+
 def clean(raw: str) -> str:
     """Remove colour codes, NULs, byte-order marks, shipper and terminal wrappers; keep vLLM's text."""
     # CUT_FROM_INSIDE names what this line cuts from inside a line: keep the two in step.
     text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
+    if not ENVELOPE_START.match(text.lstrip()) and (record := EMBEDDED_RECORD.search(text, 1)) and text[record.start() - 1].isspace():
+        text = text[record.start() :]
     if RAY_NOTE in text:  # Ray's deduplication note ends the line
         repeated = RAY_REPEATED.search(text)
         text = text[: repeated.start()].rstrip() if repeated else text

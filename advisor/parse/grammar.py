@@ -23,7 +23,7 @@ from advisor.parse.messages import ToFacts
 # elsewhere "ValueError" or 'File "' is just a word inside a sentence.
 # The level of a record that is a fact whatever its message says (see parse_line).
 CRITICAL = "CRITICAL"
-STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
+STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_IPYTHON_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
 # Real lines state a few messages; a hostile one full of anchors must not cost a parse per anchor.
 MAX_ANCHORS_PER_LINE = 32
 # The kind of the mark a message leaves when the end of its line cuts it short (see advisor.parse.continuation).
@@ -200,10 +200,10 @@ class AnchorSearch:
 class Envelope:
     """What the envelope grammar found: process tag, level, source file, and where the body starts."""
 
-    __slots__ = ("process", "level", "body")
+    __slots__ = ("process", "level", "body", "source")
 
-    def __init__(self, process: str | None, level: str | None, body: str):
-        self.process, self.level, self.body = process, level, body
+    def __init__(self, process: str | None, level: str | None, body: str, source: str | None = None):
+        self.process, self.level, self.body, self.source = process, level, body, source
 
 
 def _lark_parse(parser: Lark, text: str) -> Tree:
@@ -215,7 +215,7 @@ def split_envelope(text: str, parse=_lark_parse) -> Envelope:
         tree = parse(envelope_parser(), text)
     except LarkError:
         return Envelope(None, None, text.strip())
-    process = level = None
+    process = level = source = None
     body = ""
     for child in tree.children:
         if isinstance(child, Token) and child.type == "BODY":
@@ -224,7 +224,23 @@ def split_envelope(text: str, parse=_lark_parse) -> Envelope:
             process = str(child.children[0]).lstrip("(").rstrip(")").rstrip(":")
         elif child.data in ("vllm_header", "uvicorn_header"):
             level = str(child.children[0]).rstrip(":")
-    return Envelope(process, level, body.rstrip())
+            fileinfo = next((str(t) for t in child.children if getattr(t, "type", "") == "FILEINFO"), None)
+            source = fileinfo.strip("[]").rsplit("/", 1)[-1] if fileinfo else None
+    return Envelope(process, level, body.rstrip(), source)
+
+
+@cache
+def logged_at() -> dict[str, str]:
+    """The stage of the vLLM function behind each error-level logger call, by the "file.py:line" its
+    records print (advisor/stages.json, from every release's source)."""
+    return json.loads(resources.files("advisor").joinpath("stages.json").read_text())["logged_at"]
+
+
+def logged_stage(envelope: Envelope) -> str:
+    """The stage an error record was logged in, from its [file:line]; "" when unknown."""
+    if envelope.source is None or envelope.level not in ("ERROR", CRITICAL):
+        return ""
+    return logged_at().get(envelope.source, "")
 
 
 def may_state_facts(text: str) -> bool:
@@ -240,8 +256,11 @@ def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
     if not may_state_facts(text):
         return []
     envelope = split_envelope(text, parse)
+    logged_in = logged_stage(envelope)
     facts: list[Fact] = []
     for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
+        if logged_in:
+            words = {**words, "logged_in": logged_in}
         facts.append(
             Fact(
                 kind=kind,

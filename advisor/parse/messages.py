@@ -291,6 +291,8 @@ class ToFacts(Transformer):
             return {"values": values, "text": {"outcome": "failed", "signal": "KILL", "reason": "out of memory"}}
         if _token(c, "A_RESTART_LOOP"):
             return {"values": values, "text": {"outcome": "failed", "reason": "restart loop"}}
+        if _token(c, "A_RAY_WORKER_DIED"):
+            return {"values": values, "text": {"outcome": "failed", "reason": "Ray worker died"}}
         code = values.get("exit_status")
         stopped = signal in OPERATOR_SIGNALS or code in OPERATOR_EXIT_CODES
         outcome = "stopped" if stopped else "clean" if code == 0 else "failed"
@@ -342,8 +344,9 @@ class ToFacts(Transformer):
         }
 
     def frame(self, c):
-        text = {"function": (_token(c, "FUNC") or "").rstrip("(")}
-        if VLLM_PATH.search(_token(c, "PATH") or ""):
+        # IPython names the method with its class and arguments: "ExecutorBase.__init__(self, ...)".
+        text = {"function": (_token(c, "FUNC") or "").split("(")[0].rsplit(".", 1)[-1]}
+        if VLLM_PATH.search(_token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or ""):
             text["package"] = "vllm"  # the frame runs vLLM's own code
         return {"text": text}
 

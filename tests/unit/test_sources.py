@@ -227,7 +227,8 @@ def test_what_unwrap_cuts_from_inside_a_line_is_named_for_the_fast_path():
     # The prefilter and the shape cache trust CUT_FROM_INSIDE to name every mark clean() cuts out.
     from advisor.ingest.unwrap import CUT_FROM_INSIDE, clean
 
-    cut = {"\x1b": "\x1b[1m", "^[[": "^[[1m", "\x00": "\x00"}  # each mark as it comes in a real line
+    # each mark as it comes in a real line ("\ufffd[": an ESC a browser copy replaced)
+    cut = {"\x1b": "\x1b[1m", "^[[": "^[[1m", "\ufffd[": "\ufffd[1;36m", "\x00": "\x00"}
     assert set(cut) == set(CUT_FROM_INSIDE)
     for piece in cut.values():
         assert clean(f"INFO CUDA {piece}out of memory.{piece}") == "INFO CUDA out of memory."

@@ -49,6 +49,8 @@ def test_startup_logs_have_no_timeline():
 @pytest.mark.parametrize("name", IDS)
 def test_text_fits_80_columns(name):
     lines = render("text", [analyze_fixture(name)]).splitlines()
-    # The corrected command is printed whole, on the line after its heading, so it can be copied.
-    command = {i + 1 for i, line in enumerate(lines) if line.startswith("Corrected command")}
-    assert all(len(line) <= 80 for i, line in enumerate(lines) if i not in command)
+    # The corrected command is printed whole, on the line after its heading, so it can be copied; so
+    # is the log's own name in the heading.
+    whole = {i + 1 for i, line in enumerate(lines) if line.startswith("Corrected command")}
+    whole |= {i for i, line in enumerate(lines) if line.startswith("vllm-advisor: ")}
+    assert all(len(line) <= 80 for i, line in enumerate(lines) if i not in whole)

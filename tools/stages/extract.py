@@ -16,16 +16,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "wordings"))
 
-from harvest import CACHE, cached_calls, harvest  # noqa: E402
+from harvest import CACHE, cached, cached_calls, harvest  # noqa: E402
 from sources import releases, version_key  # noqa: E402
 
 STAGES_JSON = ROOT / "advisor" / "stages.json"
+# A name called from more functions than this is a utility or a method of many classes (forward,
+# get): its calls are not followed (see _specific).
+MAX_CALLERS = 20
+# How many calls deep from an entry point a function still counts as the stage's: further down,
+# the merged names lead everywhere.
+MAX_DEPTH = 3
 # Where each stage begins in vLLM's code, by function name (those a release lacks are skipped).
 ENTRY_POINTS = {
     "model_init": (
@@ -72,6 +78,8 @@ ENTRY_POINTS = {
         "completion_stream_generator",
         "_log_task_completion",
         "_run_engine",
+        # a prefill that continues a request's cached prefix: profiling and capture have none
+        "_continuation_prefill",
     ),
 }
 
@@ -81,14 +89,18 @@ def stages_of_release(graph: dict[str, list[str]]) -> dict[str, set[str]]:
     an entry point belongs to its own stage alone, whatever else reaches it (profiling runs the
     model's step too)."""
     reached: dict[str, set[str]] = defaultdict(set)
+    callers: Counter[str] = Counter(callee for called in graph.values() for callee in set(called))
     for stage, entries in ENTRY_POINTS.items():
-        todo = [name for name in entries if name in graph]
-        seen = set(todo)
-        while todo:
-            for callee in graph.get(todo.pop(), ()):
-                if callee in graph and callee not in seen:  # vLLM's own functions only
-                    seen.add(callee)
-                    todo.append(callee)
+        frontier = [name for name in entries if name in graph]
+        seen = set(frontier)
+        for _ in range(MAX_DEPTH):
+            frontier = [
+                callee
+                for name in frontier
+                for callee in graph.get(name, ())
+                if callee in graph and callee not in seen and not seen.add(callee)  # vLLM's own only
+            ]
+            frontier = [name for name in frontier if _specific(name, callers)]
         for name in seen:
             reached[name].add(stage)
     for stage, entries in ENTRY_POINTS.items():
@@ -96,6 +108,13 @@ def stages_of_release(graph: dict[str, list[str]]) -> dict[str, set[str]]:
             if name in graph:
                 reached[name] = {stage}
     return reached
+
+
+def _specific(name: str, callers: Counter[str]) -> bool:
+    """Whether the calls of a function of this name are followed. A frame shows a name only, and the
+    graph merges every function of one name: `__init__`, `get` or `forward` of a hundred classes
+    would lead from any stage to all of vLLM. They are reached, but not gone through."""
+    return not name.startswith("__") and callers[name] <= MAX_CALLERS
 
 
 def build(per_release: dict[str, dict[str, list[str]]]) -> tuple[dict[str, list[str]], dict[str, int]]:
@@ -115,6 +134,30 @@ def build(per_release: dict[str, dict[str, list[str]]]) -> tuple[dict[str, list[
     return by_stage, counts
 
 
+# The logger calls that print a traceback or an error: their [file:line] places the lines they log.
+ERROR_CALLS = {"logger.error", "logger.exception", "logger.critical", "logger.error_once"}
+
+
+def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -> dict[str, str]:
+    """{"file.py:line": stage} for the error-level logger calls of vLLM's staged functions: a record
+    vLLM's logger prints names that place, so an excerpt cut inside a traceback logged by the serving
+    loop's handler (V0's "async_llm_engine.py:52]") shows where it ran. Kept where every release that
+    has a call on that file and line agrees."""
+    votes: dict[str, set[str]] = defaultdict(set)
+    for graph, messages in per_release.values():
+        release = stages_of_release(graph)
+        for message in messages:
+            if message["call"] not in ERROR_CALLS:
+                continue
+            stages = release.get(message["function"], set())
+            stage = next(iter(stages)) if len(stages) == 1 else ""
+            name = message["file"].rsplit("/", 1)[-1]
+            for first, last in message["lines"]:
+                for line in range(first, last + 1):
+                    votes[f"{name}:{line}"].add(stage)
+    return {place: next(iter(stages)) for place, stages in sorted(votes.items()) if len(stages) == 1 and "" not in stages}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--offline", action="store_true", help="use cached releases only")
@@ -127,15 +170,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"failed: vllm {version}: {why}", file=sys.stderr)
     per_release = {v: graph for v in versions if (graph := cached_calls(v)) is not None}
     by_stage, counts = build(per_release)
+    places = logged_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
     document = {
         "about": "vLLM functions by the stage they run in, derived by tools/stages/extract.py from each release's calls",
         "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
         "functions_placed_per_release": counts,
         "stages": by_stage,
+        "logged_at": places,
     }
     STAGES_JSON.write_text(json.dumps(document, indent=1) + "\n")
     sizes = ", ".join(f"{stage} {len(names)}" for stage, names in by_stage.items())
-    print(f"{len(per_release)} releases; functions by stage: {sizes}")
+    print(f"{len(per_release)} releases; functions by stage: {sizes}; error records placed: {len(places)}")
     return 0
 
 
