@@ -144,7 +144,8 @@ class Run:
 
     @property
     def shutdown_line(self) -> int | None:
-        return next((f.line for f in self.facts if f.kind == "shutdown"), None)
+        """The first sign of a stop: vLLM's shutdown, or the KeyboardInterrupt of the operator's Ctrl-C."""
+        return next((f.line for f in self.facts if f.kind == "shutdown" or _interrupted(f)), None)
 
     def launch_args(self) -> dict:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
@@ -154,6 +155,10 @@ class Run:
         first = next((f for f in self.facts if f.kind == "exception" and f.line <= before_line), None)
         # Without its full stop: the rules' sentences put their own after it.
         return f"{first.text['type']}: {first.text.get('message', '')}".strip(": ").rstrip(".") if first else None
+
+
+def _interrupted(fact: Fact) -> bool:
+    return fact.kind == "exception" and fact.text.get("type", "").endswith("KeyboardInterrupt")
 
 
 def split_runs(facts: Iterable[Fact]) -> list[Run]:

@@ -11,6 +11,8 @@ the one source of facts.
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -29,6 +31,9 @@ MAX_ROW = 2048
 MORE = "more"
 # What begins a line of its own in a traceback, besides an envelope.
 TRACEBACK_STARTS = ("Traceback (most recent call last)", 'File "', "During handling of", "The above exception")
+
+# A tqdm bar ("100%|████") is a line of its own: its digits continue no number cut by a wrap.
+PROGRESS_BAR = re.compile(r"\d{1,3}%\|")
 
 ParseLine = Callable[[str, int], list]
 
@@ -58,7 +63,7 @@ def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) ->
 def starts_record(text: str) -> bool:
     """Whether a line begins something of its own rather than continuing the line before it."""
     body = text.strip()
-    if not body or body.startswith(TRACEBACK_STARTS):
+    if not body or body.startswith(TRACEBACK_STARTS) or PROGRESS_BAR.match(body):
         return True
     envelope = split_envelope(text)
     if envelope.level or envelope.process:

@@ -23,7 +23,7 @@ from advisor.parse.messages import ToFacts
 # elsewhere "ValueError" or 'File "' is just a word inside a sentence.
 # The level of a record that is a fact whatever its message says (see parse_line).
 CRITICAL = "CRITICAL"
-STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_IPYTHON_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
+STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_IPYTHON_FILE", "A_COLAB_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
 # Real lines state a few messages; a hostile one full of anchors must not cost a parse per anchor.
 MAX_ANCHORS_PER_LINE = 32
 # The kind of the mark a message leaves when the end of its line cuts it short (see advisor.parse.continuation).

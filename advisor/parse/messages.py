@@ -346,7 +346,7 @@ class ToFacts(Transformer):
     def frame(self, c):
         # IPython names the method with its class and arguments: "ExecutorBase.__init__(self, ...)".
         text = {"function": (_token(c, "FUNC") or "").split("(")[0].rsplit(".", 1)[-1]}
-        if VLLM_PATH.search(_token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or ""):
+        if VLLM_PATH.search(_token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or _token(c, "A_COLAB_FILE") or ""):
             text["package"] = "vllm"  # the frame runs vLLM's own code
         return {"text": text}
 
