@@ -11,8 +11,8 @@ from advisor.fast.prefilter import matcher
 from advisor.fast.templates import FactTemplates
 from advisor.ingest import sources
 from advisor.ingest.sources import MAX_LINE, line_segments
-from advisor.parse.continuation import MAX_FOLLOWING, MORE, is_cut, join, without_cut
 from advisor.parse import records
+from advisor.parse.continuation import MAX_FOLLOWING, MORE, is_cut, join, without_cut
 from advisor.parse.facts import Fact
 from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser
 from advisor.parse.limits import TracebackBound

@@ -9,7 +9,7 @@ from lark.exceptions import LarkError
 
 from advisor.ingest.sources import stripped_prefix
 from advisor.parse.facts import Fact, number
-from advisor.parse.grammar import may_state_facts, parse_line, terminal_notes
+from advisor.parse.grammar import LOCATED_ERROR, may_state_facts, parse_line, terminal_notes
 
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
 # a cached tree sits at the same offsets in any line with the same key.
@@ -20,8 +20,9 @@ DIGIT_BYTES_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 # that finds every line where it could match (its `digit-sensitive` note in the grammar). Those lines
 # bypass the cache. tests/oracles/test_fast_path.py recomputes the set from the grammars and fails if it changes.
 DIGIT_SENSITIVE = terminal_notes("digit-sensitive")
-# Digit-uniform itself, so two lines with one key either both match it or neither does.
-BYPASS = re.compile("|".join(DIGIT_SENSITIVE.values()))
+# Digit-uniform itself, so two lines with one key either both match it or neither does; so are the
+# error records whose [file:line] places them.
+BYPASS = re.compile("|".join([*DIGIT_SENSITIVE.values(), LOCATED_ERROR.pattern]))
 MAX_TEMPLATES = 4096  # bounded memory: a log of ever-new templates just clears and refills
 # Recipes and trees are kept for lines up to this long: longer ones are rare (launch arguments,
 # long error messages) and go the plain way, so MAX_TEMPLATES keys hold 4 MB at most (4096 lines

@@ -45,7 +45,8 @@ WRAPPERS = {
     # ... and with the process id after the level: "2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] "
     # (the date goes; the envelope grammar reads the rest)
     "pid_columns": re.compile(
-        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ \[[\w.\-]+\.py:\d+\])"
+        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? "
+        r"(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ \[[\w.\-]+\.py:\d+\])"
     ),
     "columns": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| *[A-Z]+ *\| [^|]{1,120}?(?: \| | - )"),
 }
@@ -85,7 +86,11 @@ def clean(raw: str) -> str:
     """Remove colour codes, NULs, byte-order marks, shipper and terminal wrappers; keep vLLM's text."""
     # CUT_FROM_INSIDE names what this line cuts from inside a line: keep the two in step.
     text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
-    if not ENVELOPE_START.match(text.lstrip()) and (record := EMBEDDED_RECORD.search(text, 1)) and text[record.start() - 1].isspace():
+    if (
+        not ENVELOPE_START.match(text.lstrip())
+        and (record := EMBEDDED_RECORD.search(text, 1))
+        and text[record.start() - 1].isspace()
+    ):
         text = text[record.start() :]
     if RAY_NOTE in text:  # Ray's deduplication note ends the line
         repeated = RAY_REPEATED.search(text)

@@ -12,7 +12,6 @@ the one source of facts.
 from __future__ import annotations
 
 import re
-
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 

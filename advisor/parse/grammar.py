@@ -236,6 +236,11 @@ def logged_at() -> dict[str, str]:
     return json.loads(resources.files("advisor").joinpath("stages.json").read_text())["logged_at"]
 
 
+# A line whose facts depend on the digits of its [file:line] (logged_stage): an error-level record
+# with a source. Digit-uniform, for advisor.fast.templates, which parses such lines every time.
+LOCATED_ERROR = re.compile(r"(?:ERROR|CRITICAL) [^\[\]]{0,40}?\[?[\w.\-]+\.py:\d+\]")
+
+
 def logged_stage(envelope: Envelope) -> str:
     """The stage an error record was logged in, from its [file:line]; "" when unknown."""
     if envelope.source is None or envelope.level not in ("ERROR", CRITICAL):

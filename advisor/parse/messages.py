@@ -61,6 +61,7 @@ PROFILE_FACTS = {
 # A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py").
 VLLM_PATH = re.compile(r"[/\\]vllm[/\\]")
 
+
 def _numbers(children) -> list[Number]:
     return [
         gib(c) if c.type in ("SIZE", "SIZE_OR_NUMBER") and not _bare(c) else number(c)

@@ -16,10 +16,13 @@ from advisor.parse.facts import Fact
 # access lines for vLLM's routes.
 # A record is found anywhere in a line, after whatever a shipper or a paste put before it.
 RECORD = re.compile(
-    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? \[?(?P<source>[\w.\-]+\.py):\d+\]"
-    r"|INFO: +\S+ - \"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) /(?:v1/|health|metrics|tokenize|detokenize|ping|version|load|pooling|score|rerank|invocations)"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? "
+    r"\[?(?P<source>[\w.\-]+\.py):\d+\]"
+    r"|INFO: +\S+ - \"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) "
+    r"/(?:v1/|health|metrics|tokenize|detokenize|ping|version|load|pooling|score|rerank|invocations)"
     # the process tags vLLM's own processes print before their lines, whatever follows
-    r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
+    r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*"
+    r"(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
 )
 # Where the first record is looked for: a vLLM log shows one within its first lines.
 HEAD_LINES = 2000

@@ -48,9 +48,9 @@ KNOWN_WRONG: dict[str, str] = {
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
-    "2041": "total memory and utilization in V0 0.6's 'Memory profiling results' wording, which the grammar reads only in part",
+    "2041": "total memory and utilization in V0 0.6's 'Memory profiling results', read only in part",
     "3059": "labelled from the thread's text",
-    "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), 125.83 GiB' wording is not in the grammar",
+    "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
 }
 
 

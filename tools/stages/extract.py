@@ -155,7 +155,9 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
             for first, last in message["lines"]:
                 for line in range(first, last + 1):
                     votes[f"{name}:{line}"].add(stage)
-    return {place: next(iter(stages)) for place, stages in sorted(votes.items()) if len(stages) == 1 and "" not in stages}
+    return {
+        place: next(iter(stages)) for place, stages in sorted(votes.items()) if len(stages) == 1 and "" not in stages
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     by_stage, counts = build(per_release)
     places = logged_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
     document = {
-        "about": "vLLM functions by the stage they run in, derived by tools/stages/extract.py from each release's calls",
+        "about": "vLLM's functions by the stage they run in, from each release's calls (tools/stages/extract.py)",
         "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
         "functions_placed_per_release": counts,
         "stages": by_stage,
