@@ -18,6 +18,8 @@ RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
 STARTING_KINDS = RUN_MARKERS | {"engine_config"}
 # Traceback plumbing: joined into the exception it ends, not an event of its own.
 TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "exception_chain"}
+# The facts of a traceback that an error-level logger call may have printed (see logged_in).
+LOGGED_KINDS = TRACEBACK_KINDS | {"exception"}
 # A run that shows one of these is over: a marker or an engine config after it begins the next run.
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over: a server that got ready, or one already serving.
@@ -145,7 +147,9 @@ class Run:
     @property
     def shutdown_line(self) -> int | None:
         """The first sign of a stop: vLLM's shutdown, or the KeyboardInterrupt of the operator's Ctrl-C."""
-        return next((f.line for f in self.facts if f.kind == "shutdown" or _interrupted(f)), None)
+        return next(
+            (f.line for f in self.facts if f.kind == "shutdown" or (f.kind == "exception" and _interrupted(f))), None
+        )
 
     def launch_args(self) -> dict:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
@@ -157,8 +161,8 @@ class Run:
         return f"{first.text['type']}: {first.text.get('message', '')}".strip(": ").rstrip(".") if first else None
 
 
-def _interrupted(fact: Fact) -> bool:
-    return fact.kind == "exception" and fact.text.get("type", "").endswith("KeyboardInterrupt")
+def _interrupted(exception: Fact) -> bool:
+    return exception.text.get("type", "").endswith("KeyboardInterrupt")
 
 
 def split_runs(facts: Iterable[Fact]) -> list[Run]:
@@ -261,7 +265,7 @@ def _before_unfinished_capture(facts: list[Fact]) -> set[int]:
 
 def _in_serving_loop(frames) -> bool:
     """Whether a traceback runs in the serving loop, or its innermost staged frame serves requests."""
-    return not SERVING_LOOPS.isdisjoint(frames) or stage_from_frames(tuple(frames)) == "serving"
+    return bool(frames) and (not SERVING_LOOPS.isdisjoint(frames) or stage_from_frames(tuple(frames)) == "serving")
 
 
 def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str, ...]]], dict[str | None, list[str]]]:
@@ -287,7 +291,7 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
         if kind == "traceback_start":
             open_frames[process] = []
             foreign[process] = process is None and fact.level is None
-        if kind in TRACEBACK_KINDS | {"exception"} and (logged := fact.text.get("logged_in")):
+        if kind in LOGGED_KINDS and (logged := fact.text.get("logged_in")):
             # The logger call that printed it is the traceback's outermost known place.
             frames_so_far = open_frames.setdefault(process, [])
             if not frames_so_far or not frames_so_far[0].startswith(LOGGED_IN):

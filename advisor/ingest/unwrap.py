@@ -87,7 +87,8 @@ def clean(raw: str) -> str:
     # CUT_FROM_INSIDE names what this line cuts from inside a line: keep the two in step.
     text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
     if (
-        not ENVELOPE_START.match(text.lstrip())
+        ".py:" in text  # a substring test first spares the regexes on most lines, which hold no source
+        and not ENVELOPE_START.match(text.lstrip())
         and (record := EMBEDDED_RECORD.search(text, 1))
         and text[record.start() - 1].isspace()
     ):
