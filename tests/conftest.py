@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -52,6 +54,16 @@ def require_module(name: str, install: str):
         if os.environ.get(REQUIRE_TOOLS) == "1":
             pytest.fail(f"{reason} ({REQUIRE_TOOLS}=1)", pytrace=False)
         pytest.skip(reason)
+
+
+def tool_module(path: str):
+    """A script of tools/ loaded as a module (its folder on sys.path, as when it runs), never run."""
+    script = ROOT / path
+    sys.path.insert(0, str(ROOT / "tools" / "wordings"))
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def corpus_cases(folder: Path = CORPUS) -> list[dict]:

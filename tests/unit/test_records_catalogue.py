@@ -3,22 +3,16 @@ printed as vLLM's logger prints it, is recognised as a vLLM record of its source
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, tool_module
 
 RECORDS = json.loads((FIXTURES / "wordings" / "records.json").read_text())
 CATALOGUE = json.loads((FIXTURES / "wordings" / "catalogue.json").read_text())
 
 
 def records_tool():
-    sys.path.insert(0, str(ROOT / "tools" / "wordings"))
-    spec = importlib.util.spec_from_file_location("records_tool", ROOT / "tools" / "wordings" / "records.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return tool_module("tools/wordings/records.py")
 
 
 def test_every_release_is_read():

@@ -3,12 +3,10 @@ what it is built from, how it is built, and that every staged traceback of the c
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
-from conftest import CORPUS, ROOT, WILD, corpus_cases, fixture_path
+from conftest import CORPUS, ROOT, WILD, corpus_cases, fixture_path, tool_module
 
 from advisor.ingest import sources
 from advisor.report.build import parse
@@ -21,11 +19,7 @@ TRACEBACK_ENDS = {"cuda_oom", "cuda_error_oom", "exception", "incomplete_traceba
 
 
 def extract_tool():
-    sys.path.insert(0, str(ROOT / "tools" / "wordings"))
-    spec = importlib.util.spec_from_file_location("stages_extract", ROOT / "tools" / "stages" / "extract.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return tool_module("tools/stages/extract.py")
 
 
 def test_the_map_covers_every_release_and_each_stage():
