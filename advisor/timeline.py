@@ -83,6 +83,8 @@ STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {stage: frozenset(names) for stag
 FOREIGN_FRAME = "~"
 # The place of the logger call that printed a traceback's lines, as its outermost frame: "@serving".
 LOGGED_IN = "@"
+# Beside it, when that call is a request handler's that answers the client with the error and goes on.
+ANSWERED = "!answered"
 # PyTorch's own frames that name a stage: torch.cuda.graph's capture, and the device context that
 # creates a model's tensors.
 TORCH_STAGE_FRAMES = {
@@ -102,6 +104,15 @@ SERVING_LOOPS = {
     "_run_output_handler",
     "process_output_sockets",
 }
+# More NCCL collectives than start-up runs in one process group: the watchdog's SeqNum past this is a
+# server that has been stepping (SeqNum=1 is the first collective, at start-up).
+STARTUP_COLLECTIVES = 1000
+# A worker runs what its executor asks for by name (collective_rpc, V0's execute_method): the vLLM
+# frame right inside the dispatcher is the method asked for. Start-up asks for loading, profiling
+# and capture by their own names (V0's profile_run calls execute_model directly, not through one);
+# only serving asks for a model step.
+RPC_DISPATCHERS = {"worker_busy_loop", "_execute_worker_rpc", "execute_method", "run_method"}
+SERVING_RPCS = {"execute_model", "sample_tokens"}
 
 
 @dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
@@ -291,11 +302,11 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
         if kind == "traceback_start":
             open_frames[process] = []
             foreign[process] = process is None and fact.level is None
-        if kind in LOGGED_KINDS and (logged := fact.text.get("logged_in")):
+        if kind in LOGGED_KINDS and (logged := _logger_frames(fact)):
             # The logger call that printed it is the traceback's outermost known place.
             frames_so_far = open_frames.setdefault(process, [])
-            if not frames_so_far or not frames_so_far[0].startswith(LOGGED_IN):
-                frames_so_far.insert(0, LOGGED_IN + logged)
+            if not frames_so_far or not frames_so_far[0].startswith((LOGGED_IN, ANSWERED)):
+                frames_so_far[:0] = logged
         if kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
             open_frames.setdefault(process, []).append(_frame_name(fact))
             foreign[process] = foreign.get(process, False) and fact.text.get("package") != "vllm"
@@ -314,6 +325,14 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
     return stage_of_line, open_frames
 
 
+def _logger_frames(fact: Fact) -> list[str]:
+    """The pseudo-frames of the logger call that printed a traceback's line: its stage, and whether it
+    answers the request (see ANSWERED)."""
+    text = fact.text
+    frames = [LOGGED_IN + text["logged_in"]] if "logged_in" in text else []
+    return [ANSWERED, *frames] if "answered" in text else frames
+
+
 def _frame_name(fact: Fact) -> str:
     """A frame's function, as the stage map knows it: vLLM's own, or marked foreign."""
     function = fact.text.get("function", "")
@@ -321,6 +340,8 @@ def _frame_name(fact: Fact) -> str:
 
 
 def stage_from_frames(frames: tuple[str, ...]) -> str:
+    if _rpc_asked(frames) in SERVING_RPCS:  # what the worker was asked to do outranks its inner frames
+        return "serving"
     for function in reversed(frames):  # innermost frame first
         if function.startswith(LOGGED_IN):
             return function.removeprefix(LOGGED_IN)
@@ -330,6 +351,17 @@ def stage_from_frames(frames: tuple[str, ...]) -> str:
             if function in names:
                 return stage
     return ""
+
+
+def _rpc_asked(frames: tuple[str, ...]) -> str | None:
+    """The frame of the method a worker's RPC dispatcher ran (see RPC_DISPATCHERS), if the traceback shows it."""
+    dispatched = False
+    for function in frames:  # outermost first
+        if function in RPC_DISPATCHERS:
+            dispatched = True
+        elif dispatched and not function.startswith(FOREIGN_FRAME):
+            return function
+    return None
 
 
 def _stage_from_context(creating_weights: bool, phase: str, capturing: bool, sized: bool) -> str:
@@ -347,10 +379,16 @@ def _started_mid_way(facts: list[Fact]) -> bool:
     for fact in facts:
         if fact.kind in STARTUP_KINDS:
             return False
-        if fact.kind in SERVING_KINDS or fact.kind in DEATH_WHILE_SERVING_KINDS:
+        if fact.kind in SERVING_KINDS or fact.kind in DEATH_WHILE_SERVING_KINDS or _stepping(fact):
             return True
     serving_frames = STAGE_BY_FUNCTION["serving"]
     return any(f.kind == "frame" and _frame_name(f) in serving_frames for f in facts)
+
+
+def _stepping(fact: Fact) -> bool:
+    """Whether a fact shows the engine had been stepping: an NCCL collective numbered past what start-up
+    runs (a few barriers and broadcasts, a profiling pass), as PyTorch's watchdog names it."""
+    return fact.kind == "nccl_collectives" and fact.values.get("nccl_seq_num", 0) > STARTUP_COLLECTIVES
 
 
 def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> Mapping[str, float]:

@@ -14,6 +14,7 @@ from advisor import pipeline
 from advisor.command import API_SERVER, apply
 from advisor.live import server as live_server
 from advisor.report.contract import Report
+from advisor.timeline import KV_SIZING_KINDS
 
 DEFAULT_PYTHON = Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"
 
@@ -34,7 +35,7 @@ class Round:
     """One launch of vLLM: what it was given and the figures operators read."""
 
     command: str
-    outcome: str  # fixed | still failing | could not run
+    outcome: str  # fixed | still failing | timed out | could not run
     verdict: dict = field(default_factory=dict)
     startup_seconds: float | None = None
     kv_cache_tokens: int | float | None = None
@@ -130,6 +131,8 @@ def launch(
     try:
         ready = live_server.wait_ready(server, timeout)
         result.startup_seconds = round(ready.seconds, 1)
+        if ready.state == "timeout":
+            result.outcome = "timed out"
         if ready.state == "ready":
             probe = live_server.complete(server.port, served, "The quick brown fox", max_tokens)
             result.completion_status = probe.status
@@ -146,9 +149,25 @@ def launch(
     result.kv_cache_tokens = report.facts.get("kv_cache_tokens")
     result.backend = report.backend
     record_memory(result, report, measured)
-    if result.completion_status == 200 and not report.failed and not result.preemptions:
+    if result.outcome == "timed out":
+        # Still starting when the wait ran out: a slow machine, not a fix that failed.
+        result.note = f"not ready after {timeout:g} s; its log had reached {stage_reached(report)}"
+    elif result.completion_status == 200 and not report.failed and not result.preemptions:
         result.outcome = "fixed"
     return result
+
+
+def stage_reached(report: Report) -> str:
+    """The start-up stage a log shows last, in an operator's words."""
+    stage = "loading the model"
+    for event in report.events:
+        if event.kind == "weights":
+            stage = "the weights loaded"
+        elif event.kind in KV_SIZING_KINDS:
+            stage = "profiling and KV cache sizing"
+        elif event.kind == "graph_capture_start":
+            stage = "CUDA graph capture"
+    return stage
 
 
 def record_memory(result: Round, report: Report, measured: tuple[float, float] | None) -> None:

@@ -31,7 +31,7 @@ from advisor.plan.figures import PlanError
 from advisor.report.contract import Report
 from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
 
-EXIT_FIXED, EXIT_STILL_FAILING, EXIT_COULD_NOT_RUN = 0, 1, 2
+EXIT_FIXED, EXIT_STILL_FAILING, EXIT_COULD_NOT_RUN, EXIT_TIMED_OUT = 0, 1, 2, 3
 # A fix that multiplies the median first-token latency by this much is a trade-off, not a free win.
 TRADE_OFF_FACTOR = 2.0
 
@@ -192,7 +192,7 @@ def main(argv: list[str]) -> int:
                 int(limit) if limit else None,
             )
             print(render_ladder(results, args.format))
-            return EXIT_FIXED if any(r.outcome == "fixed" for r in results) else EXIT_STILL_FAILING
+            return exit_code([r.outcome for r in results])
         check = verify(report, command, python, workdir, args.timeout, args.load, args.max_tokens, args.model)
     except (CannotRun, OSError) as error:
         print(f"vllm-advisor verify: could not run: {error}", file=sys.stderr)
@@ -201,7 +201,14 @@ def main(argv: list[str]) -> int:
     if check.after.outcome == "could not run":
         print(f"vllm-advisor verify: could not run: {check.after.note}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
-    return EXIT_FIXED if check.after.outcome == "fixed" else EXIT_STILL_FAILING
+    return exit_code([check.after.outcome])
+
+
+def exit_code(outcomes: list[str]) -> int:
+    """0 when a round fixed it; else 3 when one timed out (a slow start proves nothing); else 1."""
+    if "fixed" in outcomes:
+        return EXIT_FIXED
+    return EXIT_TIMED_OUT if "timed out" in outcomes else EXIT_STILL_FAILING
 
 
 def render(check: Verification, fmt: str, width: int = 80) -> str:

@@ -33,6 +33,9 @@ TRACEBACK_STARTS = ("Traceback (most recent call last)", 'File "', "During handl
 
 # A tqdm bar ("100%|████") is a line of its own: its digits continue no number cut by a wrap.
 PROGRESS_BAR = re.compile(r"\d{1,3}%\|")
+# Nor is a line that opens on a date and time, a record of a format the envelope does not know
+# ("2024-12-20 15:18:19 - vllm.executor.distributed_gpu_executor - INFO - ...").
+DATED = re.compile(r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
 
 ParseLine = Callable[[str, int], list]
 
@@ -62,7 +65,7 @@ def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) ->
 def starts_record(text: str) -> bool:
     """Whether a line begins something of its own rather than continuing the line before it."""
     body = text.strip()
-    if not body or body.startswith(TRACEBACK_STARTS) or PROGRESS_BAR.match(body):
+    if not body or body.startswith(TRACEBACK_STARTS) or PROGRESS_BAR.match(body) or DATED.match(body):
         return True
     envelope = split_envelope(text)
     if envelope.level or envelope.process:

@@ -230,10 +230,21 @@ def split_envelope(text: str, parse=_lark_parse) -> Envelope:
 
 
 @cache
+def _stages_json() -> dict:
+    return json.loads(resources.files("advisor").joinpath("stages.json").read_text())
+
+
 def logged_at() -> dict[str, str]:
     """The stage of the vLLM function behind each error-level logger call, by the "file.py:line" its
     records print (advisor/stages.json, from every release's source)."""
-    return json.loads(resources.files("advisor").joinpath("stages.json").read_text())["logged_at"]
+    return _stages_json()["logged_at"]
+
+
+@cache
+def answered_at() -> frozenset[str]:
+    """The "file.py:line" of each error-level logger call in an `except` block that returns: a request
+    handler logging the error it answers the client with (advisor/stages.json)."""
+    return frozenset(_stages_json()["answered_at"])
 
 
 # A line whose facts depend on the digits of its [file:line] (logged_stage): an error-level record
@@ -246,6 +257,11 @@ def logged_stage(envelope: Envelope) -> str:
     if envelope.source is None or envelope.level not in ("ERROR", CRITICAL):
         return ""
     return logged_at().get(envelope.source, "")
+
+
+def logged_answered(envelope: Envelope) -> bool:
+    """Whether an error record was logged by a handler that answers the request and goes on."""
+    return envelope.source is not None and envelope.level == "ERROR" and envelope.source in answered_at()
 
 
 def may_state_facts(text: str) -> bool:
@@ -262,10 +278,13 @@ def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
         return []
     envelope = split_envelope(text, parse)
     logged_in = logged_stage(envelope)
+    answered = logged_answered(envelope)
     facts: list[Fact] = []
     for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
         if logged_in:
             words = {**words, "logged_in": logged_in}
+        if answered:
+            words = {**words, "answered": "yes"}
         facts.append(
             Fact(
                 kind=kind,

@@ -214,6 +214,9 @@ class ToFacts(Transformer):
         mode = _token(c, "PREEMPTION_MODE") or ""
         return {"text": {"preemption_mode": mode.rsplit(".", 1)[-1]}}
 
+    def nccl_collectives(self, c):
+        return {"values": _named(("nccl_seq_num",), c)}
+
     def preemption_count(self, c):
         return {"values": _named(("preemptions",), c)}
 

@@ -15,7 +15,7 @@ from advisor.plan.model import ModelShape
 from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
-from advisor.timeline import Event, Run
+from advisor.timeline import ANSWERED, Event, Run
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,9 @@ class RunContext:
 
     def own_names(self, event: Event) -> dict[str, Any]:
         """The event's own names: its values, their changes and its words, its kind, level, phase, stage
-        and frames, the exception it states, the root cause and shutdown it comes after, and whether
-        it ends the run (at_end: no sign of startup progress or serving follows it)."""
+        and frames (answered: a request handler logged it and answered the client), the exception it
+        states, the root cause and shutdown it comes after, and whether it ends the run (at_end: no sign
+        of startup progress or serving follows it)."""
         fact = event.fact
         line, text = fact.line, fact.text
         names: dict[str, Any] = fact.values  # a dict of its own
@@ -94,6 +95,7 @@ class RunContext:
         names["phase"] = event.phase
         names["stage"] = event.stage
         names["frames"] = list(event.frames)
+        names["answered"] = ANSWERED in event.frames
         names["exception"] = text.get("type", "")
         names["root_cause"] = self.root_cause if line >= self.root_cause_from else None
         names["shutting_down"] = line >= self.shutdown_from

@@ -194,3 +194,27 @@ def test_the_readme_table_is_what_the_live_tier_recorded():
     rows = json.loads(verify_table.RESULTS.read_text())
     assert {r["outcome"] for r in rows} == {"fixed"}
     assert verify_table.block(rows) in (ROOT / "README.md").read_text()
+
+
+# A stand-in for vLLM's API server: it prints the start-up lines of a real vLLM log, named as its
+# model, and never answers /health, as a server still starting on a loaded machine does.
+STILL_STARTING = """\
+import sys, time
+print(open(sys.argv[sys.argv.index("--model") + 1], encoding="utf-8").read(), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_server_not_ready_in_time_is_timed_out_not_still_failing(tmp_path, monkeypatch, capsys):
+    module = tmp_path / "stand-in" / "vllm" / "entrypoints" / "openai"
+    module.mkdir(parents=True)
+    (module / "api_server.py").write_text(STILL_STARTING)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "stand-in"))
+    # Corpus 044: weights loaded, then the memory profile and the KV blocks (V0 on an RTX 3090).
+    argv = ["vllm", "serve", str(fixture_path("044-"))]
+    result = launch.launch(argv, sys.executable, tmp_path, timeout=3)
+    assert result.outcome == "timed out"
+    assert result.note == "not ready after 3 s; its log had reached profiling and KV cache sizing"
+    assert live.exit_code([result.outcome]) == live.EXIT_TIMED_OUT
+    assert live.exit_code(["timed out", "still failing"]) == live.EXIT_TIMED_OUT
+    assert live.exit_code(["still failing", "fixed"]) == live.EXIT_FIXED

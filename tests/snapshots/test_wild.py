@@ -21,19 +21,13 @@ KNOWN_WRONG: dict[str, str] = {
     "2030": "a capture-time OOM cut before any capture frame: the lone-OOM prior says weights",
     "2053": "an offline run's OOM after KV sizing at utilization 1.0: no serving sign in the excerpt",
     "2057": "a warm-up OOM cut mid-traceback, no start-up line before it: the lone-OOM prior says weights",
-    "3002": "V1 execute_model is a step profiling runs too: by name alone no stage holds it",
-    "3007": "an NCCL watchdog timeout with no serving sign in the excerpt",
-    "3008": "the excerpt stops before the over-length ValueError the thread names",
     "3017": "traceback lines behind an unknown per-line prefix (a quoted shipper timestamp): prefix learning",
     "3019": "95% and slowly rising with nothing waiting: read as saturation (the corpus's 043 is alike but stalled)",
     "3020": "a V0 engine.py handler's line: several vLLM files are named engine.py, so its [file:line] places nothing",
     "3031": "one running and 14 waiting at 76% KV, stuck: no rule reads a stall below 90%",
-    "3032": "a serving OOM cut mid-traceback with no placed frame or record",
-    "3044": "V1 worker_busy_loop -> execute_model: a step that profiling runs too",
     "3045": "a worker's device-side assert during a step: no placed frame",
     "3046": "a sampler OOM in a V1 worker step: no placed frame",
     "3048": "swap exhaustion named by the thread; the excerpt stops in the scheduler's frames",
-    "3051": "an NCCL watchdog timeout with no serving sign in the excerpt",
     "3056": "Ray Serve and starlette frames only: the replica's request failure has no serving sign",
     "3059": "an over-length request named by the thread, not by the excerpt",
     "3063": "a worker's serving OOM in worker_busy_loop: no placed frame",
@@ -50,6 +44,7 @@ KNOWN_WRONG: dict[str, str] = {
 KNOWN_MISSING_FACTS: dict[str, str] = {
     "2041": "total memory and utilization in V0 0.6's 'Memory profiling results', read only in part",
     "3059": "labelled from the thread's text",
+    "6003": "a V0 launcher's 'args: Namespace(' cut before its closing parenthesis is not read in part",
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
 }
 

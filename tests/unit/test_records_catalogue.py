@@ -1,5 +1,6 @@
 """Every logger call of every vLLM release (fixtures/wordings/records.json, by tools/wordings/records.py),
-printed as vLLM's logger prints it, is recognised as a vLLM record of its source file."""
+printed as vLLM's logger prints it, is recognised as a vLLM record of its source file; every raise
+(fixtures/wordings/raises.json), printed as Python prints it uncaught, as an exception of its class."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from conftest import FIXTURES, ROOT, tool_module
 
 RECORDS = json.loads((FIXTURES / "wordings" / "records.json").read_text())
+RAISES = json.loads((FIXTURES / "wordings" / "raises.json").read_text())
 CATALOGUE = json.loads((FIXTURES / "wordings" / "catalogue.json").read_text())
 
 
@@ -27,6 +29,13 @@ def test_every_logger_call_is_recognised_as_a_vllm_record():
     assert missed == []
 
 
+def test_every_raise_is_read_as_an_exception_of_its_class():
+    tool = records_tool()
+    assert len(RAISES) > 1000 and {"ValueError", "RuntimeError", "NotImplementedError"} <= {r["raises"] for r in RAISES}
+    missed = [(r["file"], r["raises"], r["template"]) for r in RAISES if not tool.raised(r)]
+    assert missed == []
+
+
 def test_printed_records_take_their_release_s_format():
     tool = records_tool()
     old = {"template": "Hello", "style": "", "level": "INFO", "file": "vllm/engine/llm_engine.py", "first": "0.4.0"}
@@ -38,4 +47,4 @@ def test_printed_records_take_their_release_s_format():
 
 
 def test_readme_table_is_current():
-    assert records_tool().table(RECORDS, CATALOGUE) in (ROOT / "README.md").read_text()
+    assert records_tool().table(RECORDS, CATALOGUE, RAISES) in (ROOT / "README.md").read_text()

@@ -80,6 +80,11 @@ ENTRY_POINTS = {
         "_run_engine",
         # a prefill that continues a request's cached prefix: profiling and capture have none
         "_continuation_prefill",
+        # V0's tensor-parallel workers loop on the driver's steps, from the first request on
+        "start_worker_execution_loop",
+        # V1's dump of the scheduler's state when the model step raises
+        "log_error_detail",
+        "dump_engine_exception",
     ),
 }
 
@@ -160,6 +165,22 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
     }
 
 
+def answered_at(per_release: dict[str, list[dict]]) -> list[str]:
+    """The "file.py:line" places of `logger.exception` calls in an `except` block that returns and
+    never raises (a request handler answering with an error response): the traceback they log is one
+    request's error, and the process goes on. Kept where every release with such a call on that place
+    agrees (only `exception` prints a traceback: another file's plain `error` there does not vote)."""
+    votes: dict[str, set[bool]] = defaultdict(set)
+    for messages in per_release.values():
+        for message in messages:
+            if message["call"] == "logger.exception":
+                name = message["file"].rsplit("/", 1)[-1]
+                for first, last in message["lines"]:
+                    for line in range(first, last + 1):
+                        votes[f"{name}:{line}"].add(message["answered"])
+    return sorted(place for place, answered in votes.items() if answered == {True})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--offline", action="store_true", help="use cached releases only")
@@ -173,16 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     per_release = {v: graph for v in versions if (graph := cached_calls(v)) is not None}
     by_stage, counts = build(per_release)
     places = logged_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
+    answered = answered_at({v: cached(v) or [] for v in per_release})
     document = {
         "about": "vLLM's functions by the stage they run in, from each release's calls (tools/stages/extract.py)",
         "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
         "functions_placed_per_release": counts,
         "stages": by_stage,
         "logged_at": places,
+        "answered_at": answered,
     }
     STAGES_JSON.write_text(json.dumps(document, indent=1) + "\n")
     sizes = ", ".join(f"{stage} {len(names)}" for stage, names in by_stage.items())
-    print(f"{len(per_release)} releases; functions by stage: {sizes}; error records placed: {len(places)}")
+    placed = f"error records placed: {len(places)}, answered: {len(answered)}"
+    print(f"{len(per_release)} releases; functions by stage: {sizes}; {placed}")
     return 0
 
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 # Bump when what is extracted changes: releases cached by an older version are read again.
-VERSION = 4
+VERSION = 5
 LOG_METHODS = {
     "info",
     "warning",
@@ -115,18 +115,33 @@ def _assignments(scope: ast.AST) -> tuple[dict[str, ast.AST], dict[str, str]]:
     return strings, aliases
 
 
-def messages(source: bytes) -> Iterator[tuple[str, str, str, str, tuple[int, int]]]:
-    """(template, style, call, function, lines) for each logger call and raise with a string message.
+def _answered(tree: ast.AST) -> set[int]:
+    """The nodes inside an `except` block that returns and never raises: what such a block logs is
+    an error it handled (a request answered with an error response), not one that ends the process."""
+    inside: set[int] = set()
+    for handler in ast.walk(tree):
+        if isinstance(handler, ast.ExceptHandler):
+            nodes = [n for statement in handler.body for n in ast.walk(statement)]
+            if any(isinstance(n, ast.Return) for n in nodes) and not any(isinstance(n, ast.Raise) for n in nodes):
+                inside.update(map(id, nodes))
+    return inside
+
+
+def messages(source: bytes) -> Iterator[tuple[str, str, str, str, tuple[int, int], bool]]:
+    """(template, style, call, function, lines, answered) for each logger call and raise with a
+    string message.
 
     call is "logger.<method>" or the raised class; function is the name of the function that
     makes the call ("" at module level); lines, the first and last line of the call, one of which
-    a log record names as its [file:line]. Files that do not parse (Python 2 relics, syntax newer
+    a log record names as its [file:line]; answered, whether the call is in an `except` block that
+    returns without raising (see _answered). Files that do not parse (Python 2 relics, syntax newer
     than this interpreter) yield nothing.
     """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return
+    answered = _answered(tree)
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     seen: set[int] = set()
     for scope in [*reversed(scopes), tree]:  # innermost first: its names are the right ones
@@ -137,7 +152,8 @@ def messages(source: bytes) -> Iterator[tuple[str, str, str, str, tuple[int, int
             found = _message(node, dict(names), aliases)
             if found:
                 seen.add(id(node))
-                yield (*found, "" if scope is tree else scope.name, (node.lineno, node.end_lineno or node.lineno))
+                lines = (node.lineno, node.end_lineno or node.lineno)
+                yield (*found, "" if scope is tree else scope.name, lines, id(node) in answered)
 
 
 def _message(node: ast.AST, names: dict[str, ast.AST], aliases: dict[str, str]) -> tuple[str, str, str] | None:

@@ -1,11 +1,13 @@
 """Build fixtures/wordings/records.json: every logger call of every vLLM release (0.1.0 - 0.33.0), with its
-level, module, function and the releases that carry it; print the README's table of them.
+level, module, function and the releases that carry it, and fixtures/wordings/raises.json: every raise with a
+message, with its exception class; print the README's table of them.
 
     python tools/wordings/records.py           rebuild from the harvested releases (tools/wordings/.cache)
     python tools/wordings/records.py --table   print the README's table from records.json
 
 tests/unit/test_records_catalogue.py prints each as vLLM's logger would in its release and checks that
-the advisor recognises it as a vLLM record from its envelope and source file (advisor/parse/records.py).
+the advisor recognises it as a vLLM record from its envelope and source file (advisor/parse/records.py),
+and each raise, as Python prints an uncaught one, as an exception of its class.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from harvest import CACHE, cached  # noqa: E402
 from sources import version_key  # noqa: E402
 
 from advisor.ingest.sources import Line  # noqa: E402
+from advisor.parse.grammar import parse_line  # noqa: E402
 from advisor.parse.records import first_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "fixtures" / "wordings" / "records.json"
+RAISES = ROOT / "fixtures" / "wordings" / "raises.json"
 CATALOGUE = ROOT / "fixtures" / "wordings" / "catalogue.json"
 # The level each logger method prints.
 LEVELS = {
@@ -45,11 +49,20 @@ LEVELS = {
 
 
 def build(per_release: dict[str, list[dict]]) -> list[dict]:
-    """One entry per (template, call, file): level, function, first and last release."""
+    """One entry per (template, call, file) of the logger calls: level, function, first and last release."""
+    return _entries(per_release, lambda call: call.startswith("logger."), lambda call: {"level": LEVELS[call[7:]]})
+
+
+def build_raises(per_release: dict[str, list[dict]]) -> list[dict]:
+    """One entry per (template, class, file) of the raises: class, function, first and last release."""
+    return _entries(per_release, lambda call: not call.startswith("logger."), lambda call: {"raises": call})
+
+
+def _entries(per_release: dict[str, list[dict]], wanted, kind) -> list[dict]:
     entries: dict[tuple[str, str, str], dict] = {}
     for version in sorted(per_release, key=version_key):
         for message in per_release[version]:
-            if not message["call"].startswith("logger."):
+            if not wanted(message["call"]):
                 continue
             key = (message["template"], message["call"], message["file"])
             entry = entries.setdefault(
@@ -57,14 +70,14 @@ def build(per_release: dict[str, list[dict]]) -> list[dict]:
                 {
                     "template": message["template"],
                     "style": message["style"],
-                    "level": LEVELS[message["call"].removeprefix("logger.")],
+                    **kind(message["call"]),
                     "file": message["file"],
                     "function": message["function"],
                     "first": version,
                 },
             )
             entry["last"] = version
-    return sorted(entries.values(), key=lambda e: (e["file"], e["template"], e["level"]))
+    return sorted(entries.values(), key=lambda e: (e["file"], e["template"], e.get("level") or e["raises"]))
 
 
 # vLLM's logger format: "LEVEL MM-DD hh:mm:ss file.py:N] message" until 0.8, "[file.py:N]" from 0.8 on.
@@ -75,7 +88,7 @@ PLACEHOLDER = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc]|\{[^{}]*\}")
 def printed(record: dict) -> list[str]:
     """The record as vLLM's logger prints it in the first and in the last release that carry it, with
     every placeholder filled."""
-    message = PLACEHOLDER.sub("1", record["template"]) if record["style"] else record["template"]
+    message = filled(record)
     name = record["file"].rsplit("/", 1)[-1]
     eras = {version_key(record["first"]) >= BRACKETED_SINCE, version_key(record["last"]) >= BRACKETED_SINCE}
     return [
@@ -84,14 +97,32 @@ def printed(record: dict) -> list[str]:
     ]
 
 
+# What an exception line may state instead of a plain exception: the failures named by their words.
+OWN_FACTS = {"engine_dead", "engine_fatal", "engine_start_failed", "cuda_oom", "kv_cache_error", "no_cache_blocks"}
+
+
+def filled(template: dict) -> str:
+    """A message with every placeholder filled."""
+    return PLACEHOLDER.sub("1", template["template"]) if template["style"] else template["template"]
+
+
+def raised(entry: dict) -> bool:
+    """Whether the advisor reads the raise, as Python prints it uncaught: as an exception of its class,
+    or by a fact of its own (AsyncEngineDeadError's words are engine_dead)."""
+    line = f"{entry['raises']}: {filled(entry)}".splitlines()[0]
+    facts = parse_line(line, 1)
+    return any(f.kind == "exception" and f.text["type"] == entry["raises"] or f.kind in OWN_FACTS for f in facts)
+
+
 def recognised(record: dict) -> bool:
     """Whether the advisor knows each printed form of the record as a vLLM record of its source file."""
     found = [first_record([Line(1, text)]) for text in printed(record)]
     return all(f is not None and f.text["source"] == record["file"].rsplit("/", 1)[-1] for f in found)
 
 
-def table(records: list[dict], catalogue: list[dict]) -> str:
-    """The README's table: logger calls by level, each recognised as a record, some by a fact of its own."""
+def table(records: list[dict], catalogue: list[dict], raises: list[dict]) -> str:
+    """The README's table: logger calls by level, each recognised as a record, some by a fact of its own;
+    and the raises, each read as an exception of its class."""
     by_level = Counter(r["level"] for r in records)
     known = Counter(r["level"] for r in records if recognised(r))
     facts = {(e["template"], e["file"]) for e in catalogue if "kind" in e and e["call"].startswith("logger.")}
@@ -106,6 +137,14 @@ def table(records: list[dict], catalogue: list[dict]) -> str:
         if by_level[level]:
             rows.append(f"| {level} | {by_level[level]} | {known[level]} | {specific[level]} |")
     rows.append(f"| **all** | {len(records)} | {sum(known.values())} | {sum(specific.values())} |")
+    facts = {
+        (e["template"], e["file"])
+        for e in catalogue
+        if e.get("kind") not in (None, "exception") and not e["call"].startswith("logger.")
+    }
+    read = sum(raised(r) for r in raises)
+    specific_raises = sum((r["template"], r["file"]) in facts for r in raises)
+    rows.append(f"| raises (exception lines) | {len(raises)} | {read} | {specific_raises} |")
     return "\n".join(rows)
 
 
@@ -115,11 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.table:
         versions = sorted((p.stem for p in CACHE.glob("*.json")), key=version_key)
-        records = build({v: cached(v) or [] for v in versions})
-        lines = ",\n".join(json.dumps(r, ensure_ascii=False) for r in records)
-        RECORDS.write_text(f"[\n{lines}\n]\n")
-        print(f"{len(versions)} releases, {len(records)} logger calls", file=sys.stderr)
-    print(table(json.loads(RECORDS.read_text()), json.loads(CATALOGUE.read_text())))
+        per_release = {v: cached(v) or [] for v in versions}
+        records, raises = build(per_release), build_raises(per_release)
+        for path, entries in ((RECORDS, records), (RAISES, raises)):
+            lines = ",\n".join(json.dumps(r, ensure_ascii=False) for r in entries)
+            path.write_text(f"[\n{lines}\n]\n")
+        print(f"{len(versions)} releases, {len(records)} logger calls, {len(raises)} raises", file=sys.stderr)
+    catalogue = json.loads(CATALOGUE.read_text())
+    print(table(json.loads(RECORDS.read_text()), catalogue, json.loads(RAISES.read_text())))
     return 0
 
 
