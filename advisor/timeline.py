@@ -251,13 +251,13 @@ def place(run: Run) -> list[Event]:
             peak = running
     run.values, run.peak_running_reqs, run.backend, run.progress_line = last_values, peak, backend, progress
     run.vllm_version = next((f.text["vllm_version"] for f in reversed(facts) if f.text.get("vllm_version")), None)
-    for process, cut_frames in open_frames.items():  # an excerpt cut inside a traceback
-        if cut_frames:
-            last = max(f.line for f in facts if f.process == process)
-            level = next(f.level for f in reversed(facts) if f.process == process)
-            stub = Fact(kind="incomplete_traceback", line=last, process=process, level=level)
-            phase = "runtime" if last >= runtime_from or _in_serving_loop(cut_frames) else "startup"
-            events.append(Event(stub, phase, stage_from_frames(tuple(cut_frames)), tuple(cut_frames)))
+    # An excerpt cut inside a traceback, even right after its "Traceback (most recent call last):".
+    for process, cut_frames in open_frames.items():
+        last = max(f.line for f in facts if f.process == process)
+        level = next(f.level for f in reversed(facts) if f.process == process)
+        stub = Fact(kind="incomplete_traceback", line=last, process=process, level=level)
+        phase = "runtime" if last >= runtime_from or _in_serving_loop(cut_frames) else "startup"
+        events.append(Event(stub, phase, stage_from_frames(tuple(cut_frames)), tuple(cut_frames)))
     return sorted(events, key=attrgetter("fact.line"))
 
 

@@ -49,6 +49,12 @@ WRAPPERS = {
         r"(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ \[[\w.\-]+\.py:\d+\])"
     ),
     "columns": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| *[A-Z]+ *\| [^|]{1,120}?(?: \| | - )"),
+    # Log viewers' exports: the time, then tab-separated columns (Anyscale's "worker<TAB><TAB>host<TAB>")
+    "tab_columns": re.compile(
+        r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\t(?:[^\t]{0,120}\t){0,6}"
+    ),
+    # A log pasted as a Markdown quote: "> " before each line, nested quotes and a list's bullet too
+    "markdown_quote": re.compile(r"^>(?: ?>)* ?(?:[-*] )?(?=\S)"),
 }
 # Wrappers nest (compose around journalctl, kubectl --prefix around --timestamps, any of them
 # around a k9s frame or a CI timestamp): strip the outer one first, but only so many.

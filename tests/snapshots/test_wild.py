@@ -21,7 +21,6 @@ KNOWN_WRONG: dict[str, str] = {
     "2030": "a capture-time OOM cut before any capture frame: the lone-OOM prior says weights",
     "2053": "an offline run's OOM after KV sizing at utilization 1.0: no serving sign in the excerpt",
     "2057": "a warm-up OOM cut mid-traceback, no start-up line before it: the lone-OOM prior says weights",
-    "3017": "traceback lines behind an unknown per-line prefix (a quoted shipper timestamp): prefix learning",
     "3019": "95% and slowly rising with nothing waiting: read as saturation (the corpus's 043 is alike but stalled)",
     "3020": "a V0 engine.py handler's line: several vLLM files are named engine.py, so its [file:line] places nothing",
     "3031": "one running and 14 waiting at 76% KV, stuck: no rule reads a stall below 90%",
@@ -39,6 +38,8 @@ KNOWN_WRONG: dict[str, str] = {
     "5039": "preemption behind a wrapper's reformatted stats lines",
     "5049": "traceback lines behind a per-line container prefix: prefix learning",
     "5050": "verl's own rollout prints show serving, the engine's records do not",
+    "6048": "a worker's exception cut after 'Traceback': LMCache's per-request lines are no vLLM serving sign",
+    "6060": "an EngineCore traceback through execute_model with no dispatcher frame, cut at both ends",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
