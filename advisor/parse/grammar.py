@@ -242,8 +242,8 @@ def logged_at() -> dict[str, str]:
 
 @cache
 def answered_at() -> frozenset[str]:
-    """The "file.py:line" of each error-level logger call in an `except` block that returns: a request
-    handler logging the error it answers the client with (advisor/stages.json)."""
+    """The "file.py:line" of each `logger.exception` call in an `except` block that returns: a request
+    handler logging the traceback of the error it answers the client with (advisor/stages.json)."""
     return frozenset(_stages_json()["answered_at"])
 
 
