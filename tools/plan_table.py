@@ -43,6 +43,7 @@ def predicted(model_dir: Path, case: dict) -> planner.Plan:
         max_model_len=case["max_model_len"],
         kv_cache_memory_bytes=case["kv_cache_memory_bytes"],
         device="cpu",
+        cpu_flags=frozenset(case["cpu_flags"]),
     )
     return planner.plan(request, model.load(model_dir), with_what_if=False)
 

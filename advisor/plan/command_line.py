@@ -37,6 +37,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-cache-memory-bytes", help="a fixed KV budget per GPU (overrides the utilization), e.g. 8GiB")
     p.add_argument("--block-size", type=int, help="default: vLLM's choice for the device and model")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu: their block sizes and batches differ")
+    p.add_argument(
+        "--cpu-flags",
+        default="",
+        help="with --device cpu: the serving machine's CPU flags as /proc/cpuinfo lists them "
+        "(vLLM's kernels differ with avx512_bf16 and amx_tile); default: none",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     return p
 
@@ -63,6 +69,7 @@ def main(argv: list[str]) -> int:
             args.block_size,
             args.max_num_batched_tokens,
             args.device,
+            frozenset(args.cpu_flags.replace(",", " ").split()),
         )
         shape = model.load(args.model_dir)  # a missing folder is said before a missing flag
         result = planner.plan(request, shape)

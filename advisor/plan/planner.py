@@ -17,6 +17,7 @@ CPU_BLOCK, CUDA_BLOCK, CPU_MLA_BLOCK, CUDA_MLA_BLOCK = 128, 16, 16, 64
 KERNEL_ALIGNMENT = {"cpu": 32, "cuda": 16}  # the attention backends' smallest kernel block (MultipleOf)
 DEFAULT_UTILIZATION = 0.92  # from vLLM 0.21 on
 MAX_SUGGESTED_UTILIZATION = 0.95
+CPU_FLAGS_READ = ("avx512_bf16", "amx_tile")  # the CPU flags that change vLLM's KV layout on --device cpu
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Request:
     block_size: int | None = None
     max_num_batched_tokens: int | None = None
     device: str = "cuda"
+    # The serving machine's CPU flags, as /proc/cpuinfo lists them: vLLM's CPU kernels choose by them.
+    cpu_flags: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -127,7 +130,7 @@ def settings_for(
             )
         )
     block, basis = _block_size(request, shape)
-    ssm_bytes = _ssm_state_bytes(shape, cpu, inputs)
+    ssm_bytes = _ssm_state_bytes(shape, request, inputs)
     settings = Settings(
         request.tensor_parallel,
         request.pipeline_parallel,
@@ -155,27 +158,19 @@ def settings_for(
     return settings
 
 
-def _ssm_state_bytes(shape: ModelShape, cpu: bool, inputs: list[Input]) -> int:
+def _ssm_state_bytes(shape: ModelShape, request: Request, inputs: list[Input]) -> int:
     """The SSM state's dtype: the model's, but float32 where vLLM says so."""
     if not shape.is_hybrid:
         return 2
     if shape.model_type == "nemotron_h":
         basis = "NemotronH: vLLM's default mamba_ssm_cache_dtype is float32"
-    elif cpu and "avx512_bf16" in _cpu_flags():
-        basis = "CPU with avx512_bf16 (read from /proc/cpuinfo): vLLM resets the SSM cache to float32"
+    elif request.device == "cpu" and "avx512_bf16" in request.cpu_flags:
+        basis = "CPU with avx512_bf16 (--cpu-flags): vLLM resets the SSM cache to float32"
     else:
         inputs.append(Input("SSM state dtype bytes", 2, ASSUMED, "mamba_ssm_cache_dtype auto: the model dtype"))
         return 2
     inputs.append(Input("SSM state dtype bytes", 4, ASSUMED, basis))
     return 4
-
-
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            return next((set(line.split(":", 1)[1].split()) for line in handle if line.startswith("flags")), set())
-    except OSError:
-        return set()
 
 
 def batch_limits(request: Request, total_memory: int | None, length: int) -> tuple[int, int]:
@@ -200,10 +195,10 @@ def _default_batched(cpu: bool, world: int, total: int | None) -> int:
 
 
 def _block_size(request: Request, shape: ModelShape) -> tuple[int, str]:
-    if shape.is_mla and request.device == "cpu" and "amx_tile" not in _cpu_flags():
+    if shape.is_mla and request.device == "cpu" and "amx_tile" not in request.cpu_flags:
         return (
             CPU_MLA_BLOCK,
-            "vLLM's CPU MLA kernel without AMX (none in /proc/cpuinfo) needs 16, whatever --block-size says",
+            "vLLM's CPU MLA kernel without AMX (no amx_tile in --cpu-flags) needs 16, whatever --block-size says",
         )
     if request.block_size:
         return request.block_size, f"--block-size {request.block_size}"

@@ -44,7 +44,8 @@ def test_plan_equals_vllm(models, tmp_path, arch, case, length, kv_bytes):
     if not sized and (failed := KERNEL_FAILED.search(log)):
         pytest.skip(f"vLLM cannot run {arch} on this host's CPU, nothing to compare: {failed[1]}")
     printed = plan_table.vllm_printed(log)
-    result = plan_table.predicted(models / arch, {"max_model_len": length, "kv_cache_memory_bytes": kv_bytes})
+    this_host = {"max_model_len": length, "kv_cache_memory_bytes": kv_bytes, "cpu_flags": capture_plan.host_cpu_flags()}
+    result = plan_table.predicted(models / arch, this_host)
     if case == "fits":
         assert (result.figure("KV cache tokens").value, f"{result.figure('maximum concurrency').value:.2f}") == (
             printed["tokens"],

@@ -138,6 +138,18 @@ def test_mla_on_cpu_uses_the_reference_kernels_block_of_16():
     assert value(result, "bytes per block") == 27 * 16 * 1152
 
 
+def test_cpu_flags_are_the_serving_machines_not_this_hosts():
+    # The machine planned for is an input: with AMX, vLLM's CPU MLA kernel takes the block asked for;
+    # with AVX512-BF16, it keeps the SSM state in float32.
+    amx = plan(
+        "deepseek-v2-lite", kv_cache_memory_bytes=GIB, device="cpu", block_size=128, cpu_flags=frozenset({"amx_tile"})
+    )
+    assert amx.settings.block_size == 128
+    for given, ssm_bytes in ((frozenset(), 2), (frozenset({"avx512_bf16"}), 4)):
+        hybrid = plan("jamba-v0.1", kv_cache_memory_bytes=8 * GIB, max_model_len=32768, device="cpu", cpu_flags=given)
+        assert hybrid.settings.ssm_state_bytes == ssm_bytes, given
+
+
 def test_hybrid_jamba_mamba_state_sets_the_block_size():
     # Jamba-v0.1: 32 layers, attention where i % 8 == 4 (4 layers), mamba1 elsewhere (28 layers).
     result = plan("jamba-v0.1", kv_cache_memory_bytes=8 * GIB, max_model_len=32768)

@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from advisor.live import server as live_server  # noqa: E402  (needs the repo on sys.path first)
 from advisor.live.launch import default_vllm_python  # noqa: E402
+from advisor.plan import planner  # noqa: E402
 
 DEFAULT_PYTHON = str(default_vllm_python())
 MODELS = Path.home() / ".cache/vllm-advisor/models/plan"
@@ -59,6 +60,13 @@ def capture(python: str, model: Path, max_model_len: int, kv_bytes: int, log_pat
     return log_path.read_text(errors="replace")
 
 
+def host_cpu_flags() -> list[str]:
+    """The flags plan reads, of this machine's CPU: the capture runs vLLM here, so this host is the server."""
+    with open("/proc/cpuinfo") as handle:
+        flags = next((set(line.split(":", 1)[1].split()) for line in handle if line.startswith("flags")), set())
+    return [flag for flag in planner.CPU_FLAGS_READ if flag in flags]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--python", default=DEFAULT_PYTHON, help="the vLLM environment's python")
@@ -90,6 +98,7 @@ def main() -> None:
             "max_model_len": length,
             "kv_cache_memory_bytes": kv_bytes,
             "vllm": version,
+            "cpu_flags": host_cpu_flags(),
         }
         index["cases"] = [c for c in index["cases"] if (c["architecture"], c["case"]) != (arch, case)] + [entry]
         index_path.write_text(json.dumps(index, indent=1) + "\n")
