@@ -33,7 +33,6 @@ KNOWN_WRONG: dict[str, str] = {
     "4015": "a simulated illegal memory access while serving: only the worker's loop frame",
     "4018": "a vLLM-Omni run stopped by Ctrl-C: no vLLM record in the excerpt",
     "4022": "the FP8 KV cache NotImplementedError is cut before 'not supported'",
-    "5027": "a custom FastAPI log format around Ray's compiled DAG: no serving sign read",
     "5037": "a Ray Data actor's C++ backtrace with no serving sign",
     "5039": "preemption behind a wrapper's reformatted stats lines",
     "5049": "traceback lines behind a per-line container prefix: prefix learning",
