@@ -22,8 +22,8 @@ TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "exception_chain"
 LOGGED_KINDS = TRACEBACK_KINDS | {"exception"}
 # A run that shows one of these is over: a marker or an engine config after it begins the next run.
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
-# Signs that startup is over: a server that got ready, or one already serving.
-READY_KINDS = {"ready", "stats"}
+# Signs that startup is over: a server that got ready, or one already serving (online or offline).
+READY_KINDS = {"ready", "stats", "offline_progress"}
 # Signs that requests were being served, for excerpts that start after readiness.
 SERVING_KINDS = {
     "stats",
@@ -37,6 +37,7 @@ SERVING_KINDS = {
     "preemption_count",
     "request_aborted",
     "request_added",
+    "offline_progress",
 }
 # An engine that is dead to its requests, or whose serving loop failed, was serving: an excerpt that
 # shows one before any startup step began after readiness (but neither is progress).
@@ -78,6 +79,15 @@ STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "
 # in, derived from every release's source by tools/stages/extract.py (innermost frame wins).
 _STAGES = json.loads(resources.files("advisor").joinpath("stages.json").read_text())
 STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {stage: frozenset(names) for stage, names in _STAGES["stages"].items()}
+# vLLM's raise messages by the stage whose functions alone raise them (tools/stages/raised.py): an
+# exception quoting one was raised in that stage, whatever frames the excerpt shows. Looked up by
+# their first RAISED_KEY characters (tools/stages/raised.py keeps none shorter).
+_RAISED = json.loads(resources.files("advisor").joinpath("raised.json").read_text())["stages"]
+RAISED_KEY = 20
+RAISED_BY_START: dict[str, list[tuple[str, str]]] = {}
+for _stage, _starts in _RAISED.items():
+    for _start in _starts:
+        RAISED_BY_START.setdefault(_start[:RAISED_KEY], []).append((_start, _stage))
 
 # A frame outside vLLM's package keeps its place in the traceback under a name no stage holds.
 FOREIGN_FRAME = "~"
@@ -238,6 +248,7 @@ def place(run: Run) -> list[Event]:
         if stage == FOREIGN and kind == "exception":  # a script's own traceback: not vLLM failing
             continue
         phase = "runtime" if line >= runtime_from or _in_serving_loop(frames) else "startup"
+        sized = sized or stage == "kv_sizing"  # an error raised while sizing: sizing had begun
         if not stage:
             stage = _stage_from_context(line in weights_lines, phase, capturing or id(fact) in captured_late, sized)
         if kind == "stats":
@@ -317,7 +328,7 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             if frames and foreign.pop(process, False) and fact.level is None:
                 stage_of_line[fact.line] = (FOREIGN, frames)
                 continue
-            stage_of_line[fact.line] = (stage_from_frames(frames), frames)
+            stage_of_line[fact.line] = (stage_from_frames(frames) or raised_stage(fact.text), frames)
             resolve(process, frames)
             last_exception[process] = fact.line
     for process, pending in open_frames.items():
@@ -350,6 +361,15 @@ def stage_from_frames(frames: tuple[str, ...]) -> str:
         for stage, names in STAGE_BY_FUNCTION.items():
             if function in names:
                 return stage
+    return ""
+
+
+def raised_stage(text: Mapping[str, str]) -> str:
+    """The stage whose functions alone raise the exception's message, or ""."""
+    message = text.get("message", "")
+    for start, stage in RAISED_BY_START.get(message[:RAISED_KEY], ()):
+        if message.startswith(start):
+            return stage
     return ""
 
 

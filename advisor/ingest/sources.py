@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.ingest.unwrap import CUT_FROM_INSIDE, RAY_NOTE, clean, journal_message
+from advisor.ingest.unwrap import CUT_FROM_INSIDE, RAY_NOTE, clean, glued_records, journal_message
 
 # A line longer than this is cut: a 200 MB "line" is binary junk, not a message.
 MAX_LINE = 64 * 1024
@@ -32,7 +32,8 @@ def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
     """Split byte chunks on LF into numbered, decoded, cleaned lines.
 
     A lone CR (a progress bar redrawn in place) separates segments of one physical line:
-    each segment is yielded with that line's number, so nothing printed is lost. A journald
+    each segment is yielded with that line's number, so nothing printed is lost; so is each of the
+    records that a paste glued onto one line (unwrap.glued_records). A journald
     JSON record is one physical line too; a record without a MESSAGE yields nothing.
     """
     number, pending = 0, b""
@@ -56,7 +57,8 @@ def line_segments(number: int, raw: bytes) -> Iterator[Line]:
         return
     text = unwrapped
     for segment in BREAKS.split(text) if ("\r" in text or "\n" in text) else (text,):
-        yield Line(number, clean(segment))
+        for record in glued_records(clean(segment)):
+            yield Line(number, record)
 
 
 # What makes line_segments do more to a line than decode it and strip wrappers from its start: a CR
@@ -75,7 +77,8 @@ def stripped_prefix(raw: bytes) -> int | None:
     """
     if len(raw) > MAX_LINE or not raw.isascii() or any(mark in raw for mark in RESHAPING):
         return None
-    return len(raw) - len(clean(raw.decode("ascii")))
+    records = glued_records(clean(raw.decode("ascii")))
+    return len(raw) - len(records[0]) if len(records) == 1 else None
 
 
 def read_chunks(path: str) -> Iterator[bytes]:

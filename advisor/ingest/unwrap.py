@@ -105,6 +105,16 @@ def clean(raw: str) -> str:
     return text
 
 
+def glued_records(text: str) -> list[str]:
+    """A cleaned line's records: itself, or several where a paste lost the breaks between vLLM's
+    records (each then begins with its envelope, after a space)."""
+    first = text.find(".py:")
+    if first < 0 or text.find(".py:", first + 1) < 0 or not ENVELOPE_START.match(text):
+        return [text]  # at most one envelope's "file.py:line": one record
+    starts = [0] + [m.start() for m in EMBEDDED_RECORD.finditer(text, 1) if text[m.start() - 1].isspace()]
+    return [text[a:b].rstrip() for a, b in zip(starts, [*starts[1:], len(text)])]
+
+
 def strip_wrappers(text: str) -> str:
     """Peel wrappers from the outside in until vLLM's own text is left."""
     for _ in range(MAX_WRAPPERS):

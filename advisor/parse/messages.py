@@ -250,6 +250,10 @@ class ToFacts(Transformer):
             words["device"] = device[1]
         return {"values": values, "text": words, "args": pairs}
 
+    def engine_loop_failed(self, c):
+        # V1's dump of the failed step prints the engine's config as its start did.
+        return self.engine_config(c) if _token(c, "CONFIG_TEXT") else {}
+
     def non_default_args(self, c):
         return _launch_args(literal_dict(_token(c, "DICT_TEXT") or ""))
 

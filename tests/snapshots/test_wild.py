@@ -20,7 +20,6 @@ KNOWN_WRONG: dict[str, str] = {
     "2008": "the excerpt ends as CUDA-graph capture begins; the OOM is in the thread, not the log",
     "2030": "a capture-time OOM cut before any capture frame: the lone-OOM prior says weights",
     "2053": "an offline run's OOM after KV sizing at utilization 1.0: no serving sign in the excerpt",
-    "2057": "a warm-up OOM cut mid-traceback, no start-up line before it: the lone-OOM prior says weights",
     "3019": "95% and slowly rising with nothing waiting: read as saturation (the corpus's 043 is alike but stalled)",
     "3020": "a V0 engine.py handler's line: several vLLM files are named engine.py, so its [file:line] places nothing",
     "3031": "one running and 14 waiting at 76% KV, stuck: no rule reads a stall below 90%",
@@ -31,13 +30,13 @@ KNOWN_WRONG: dict[str, str] = {
     "3059": "an over-length request named by the thread, not by the excerpt",
     "3063": "a worker's serving OOM in worker_busy_loop: no placed frame",
     "4015": "a simulated illegal memory access while serving: only the worker's loop frame",
-    "4018": "a vLLM-Omni run stopped by Ctrl-C: no vLLM record in the excerpt",
     "4022": "the FP8 KV cache NotImplementedError is cut before 'not supported'",
     "5037": "a Ray Data actor's C++ backtrace with no serving sign",
     "5039": "preemption behind a wrapper's reformatted stats lines",
     "5049": "traceback lines behind a per-line container prefix: prefix learning",
     "5050": "verl's own rollout prints show serving, the engine's records do not",
     "6048": "a worker's exception cut after 'Traceback': LMCache's per-request lines are no vLLM serving sign",
+    "7052": "a V0 sampler traceback cut before its error: profiling and serving both sample, no serving sign",
     "6060": "an EngineCore traceback through execute_model with no dispatcher frame, cut at both ends",
 }
 # Cases whose labelled numbers are not all found yet.
@@ -45,6 +44,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "2041": "total memory and utilization in V0 0.6's 'Memory profiling results', read only in part",
     "3059": "labelled from the thread's text",
     "6003": "a V0 launcher's 'args: Namespace(' cut before its closing parenthesis is not read in part",
+    "7058": "gpu_memory_utilization is in lm-eval's command line, which is not vLLM's output",
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
 }
 

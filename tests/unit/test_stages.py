@@ -10,7 +10,7 @@ from conftest import CORPUS, ROOT, WILD, corpus_cases, fixture_path, tool_module
 
 from advisor.ingest import sources
 from advisor.report.build import parse
-from advisor.timeline import STAGE_BY_FUNCTION, split_runs, stage_from_frames
+from advisor.timeline import RAISED_KEY, STAGE_BY_FUNCTION, raised_stage, split_runs, stage_from_frames
 
 STAGES = json.loads((ROOT / "advisor" / "stages.json").read_text())
 # The stage an out-of-memory label names.
@@ -66,3 +66,38 @@ def test_staged_tracebacks_of_the_corpora_agree(case, want):
     runs = split_runs(parse(sources.lines(sources.read_chunks(str(path)))))
     staged = [stage_from_frames(e.frames) for run in runs for e in run.events if e.kind in TRACEBACK_ENDS]
     assert all(stage == want for stage in staged if stage), staged
+
+
+def test_raised_messages_are_regenerated_from_the_raises_and_the_stage_map():
+    raised = tool_module("tools/stages/raised.py")
+    document = json.loads((ROOT / "advisor" / "raised.json").read_text())
+    assert document["stages"] == raised.raised_in(json.loads(raised.RAISES.read_text()), STAGES["stages"])
+    assert all(len(start) >= RAISED_KEY for starts in document["stages"].values() for start in starts)
+
+
+def test_a_message_raised_in_two_stages_places_neither():
+    raised = tool_module("tools/stages/raised.py")
+    raises = [
+        {"template": "CUDA out of memory occurred when warming up sampler with {n} dummy requests.", "function": "a"},
+        {"template": "Cannot use this quantization method here: {name}", "function": "a"},
+        {"template": "Cannot use this quantization method here: {name}", "function": "b"},
+        {"template": "Too short {x}", "function": "a"},
+    ]
+    by_stage = raised.raised_in(raises, {"kv_sizing": ["a"], "serving": ["b"]})
+    assert by_stage == {"kv_sizing": ["CUDA out of memory occurred when warming up sampler with "], "serving": []}
+
+
+def raised_exceptions():
+    for folder in (CORPUS, WILD):
+        for case in corpus_cases(folder):
+            if case["phase"] != "healthy":
+                path = fixture_path(case["file"].split("/")[-1].removesuffix(".log"))
+                facts = parse(sources.lines(sources.read_chunks(str(path))))
+                stages = {stage for fact in facts if fact.kind == "exception" and (stage := raised_stage(fact.text))}
+                if stages:
+                    yield pytest.param(case, stages, id=case["id"])
+
+
+@pytest.mark.parametrize(("case", "stages"), list(raised_exceptions()))
+def test_raised_messages_in_the_corpora_agree_with_their_phase(case, stages):
+    assert stages == {"serving"} if case["phase"] == "runtime" else "serving" not in stages, stages
