@@ -397,7 +397,7 @@ def _stage_from_context(creating_weights: bool, phase: str, capturing: bool, siz
 def _started_mid_way(facts: list[Fact]) -> bool:
     """An excerpt that shows serving before (or without) any startup step began after readiness."""
     for fact in facts:
-        if fact.kind in STARTUP_KINDS:
+        if fact.kind in STARTUP_KINDS or fact.kind == "engine_start_failed":  # a start's step, or its failure
             return False
         if fact.kind in SERVING_KINDS or fact.kind in DEATH_WHILE_SERVING_KINDS or _stepping(fact):
             return True

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 
 from advisor.fast import background
 from advisor.fast.prefilter import matcher
 from advisor.fast.templates import FactTemplates
-from advisor.ingest import sources
+from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE, line_segments
 from advisor.parse import records
 from advisor.parse.continuation import MAX_FOLLOWING, MORE, is_cut, join, without_cut
@@ -39,6 +40,7 @@ def scan_file(path: str, engine: str | None = None, parts: int | None = None) ->
     parts = min(parts or usable_cores(), size // PART_MIN)
     if parts < 2 or not background.can_fork():
         return scan_chunks(sources.read_chunks(path), engine)
+    prefix = sources.learned_prefix(_read_head(path))
     starts = [0]
     for index in range(1, parts):  # a line longer than a part leaves the parts after it empty
         cut = int(size * (index + FIRST_PART_EXTRA) / (parts + FIRST_PART_EXTRA))
@@ -46,10 +48,11 @@ def scan_file(path: str, engine: str | None = None, parts: int | None = None) ->
     # Built once here, before the forks, rather than once in every process.
     matcher(engine), message_parser(), envelope_parser(), anchor_regex()
     later_parts = [
-        background.start(_scan_part, path, start, end, engine) for start, end in zip(starts[1:], starts[2:] + [None])
+        background.start(_scan_part, path, start, end, engine, prefix)
+        for start, end in zip(starts[1:], starts[2:] + [None])
     ]
     try:
-        facts, lines, consumed = _scan_lines(_read(path, 0, starts[1]), engine, _lines_at(path, starts[1]))
+        facts, lines, consumed = _scan_lines(_read(path, 0, starts[1]), engine, prefix, _lines_at(path, starts[1]))
         for part in later_parts:
             part_facts, part_lines, part_consumed = part.result()
             # The first lines of a part that the part before read on into are not lines of their own.
@@ -68,8 +71,16 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def _scan_part(path: str, start: int, end: int | None, engine: str | None) -> tuple[list[Fact], int, int]:
-    return _scan_lines(_read(path, start, end), engine, _lines_at(path, end))
+def _scan_part(
+    path: str, start: int, end: int | None, engine: str | None, prefix: re.Pattern[str] | None
+) -> tuple[list[Fact], int, int]:
+    return _scan_lines(_read(path, start, end), engine, prefix, _lines_at(path, end))
+
+
+def _read_head(path: str) -> bytes:
+    """The head a per-line prefix is learned from, as sources.lines reads it."""
+    with open(path, "rb") as stream:
+        return stream.read(prefixes.HEAD_BYTES)
 
 
 def _lines_at(path: str, offset: int | None) -> bytes:
@@ -133,12 +144,13 @@ def _read(path: str, start: int, end: int | None) -> Iterator[bytes | bytearray]
 def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact]:
     """Every fact of every line, in order: the same list as report.parse(sources.lines(chunks))."""
     head: list[bytes] = []
-    found = _scan_lines(records.keeping_head(chunks, head), engine)[0]
+    read, prefix = sources.peeked(chunks)
+    found = _scan_lines(records.keeping_head(read, head), engine, prefix)[0]
     return records.with_record(found, sources.lines(head))
 
 
 def _scan_lines(
-    chunks: Iterable[bytes | bytearray], engine: str | None, lookahead: bytes = b""
+    chunks: Iterable[bytes | bytearray], engine: str | None, prefix: re.Pattern[str] | None, lookahead: bytes = b""
 ) -> tuple[list[Fact], int, int]:
     """The facts of scan_chunks, the number of newlines in the chunks, and how many lines of
     `lookahead` (the lines after the chunks, not scanned) a cut message at the end read on into.
@@ -148,7 +160,7 @@ def _scan_lines(
     whose message is cut by its line's end reads on into the lines after it (advisor.parse.continuation),
     so a block's last lines wait for the next block when they may be needed.
     """
-    find_hits, reader, bound = matcher(engine), CandidateReader(), TracebackBound()
+    find_hits, reader, bound = matcher(engine), CandidateReader(prefix), TracebackBound()
     facts: list[Fact] = []
 
     def read(buffer: bytes, start: int, stop: int, number: int, final: bool) -> int | None:
@@ -191,8 +203,9 @@ def _scan_lines(
 class CandidateReader:
     """The facts of a candidate line in a buffer, a message its end cuts read on into the lines after it."""
 
-    def __init__(self) -> None:
-        self.templates = FactTemplates()
+    def __init__(self, prefix: re.Pattern[str] | None = None) -> None:
+        self.prefix = prefix  # the per-line prefix learned from the log's head (sources.learned_prefix)
+        self.templates = FactTemplates(prefix)
 
     def __call__(self, buffer: bytes, start: int, stop: int, number: int, final: bool) -> tuple[list, int] | None:
         """(facts of the line buffer[start:stop], where the lines it read end: `stop` for itself alone),
@@ -201,13 +214,13 @@ class CandidateReader:
         parse = self.templates.parse_line
         found = self.templates.parse_raw(raw, number)
         if found is None:
-            found = [fact for line in line_segments(number, raw) for fact in parse(line.text, number)]
+            found = [fact for line in line_segments(number, raw, self.prefix) for fact in parse(line.text, number)]
         if not is_cut(found):
             return found, stop
-        segments = [line.text for line in line_segments(number, raw)]
+        segments = [line.text for line in line_segments(number, raw, self.prefix)]
         earlier = [fact for text in segments[:-1] for fact in without_cut(parse(text, number))]
         last = parse(segments[-1], number)
-        following, ends, settled = _following(buffer, stop, final)
+        following, ends, settled = _following(buffer, stop, final, self.prefix)
         joined = join(segments[-1], last, number, following, parse, settled) if is_cut(last) else None
         if joined == MORE:
             return None
@@ -232,7 +245,9 @@ def _after_lines(buffer: bytes | bytearray, start: int, count: int) -> int:
     return start
 
 
-def _following(buffer: bytes, stop: int, final: bool) -> tuple[list[str], list[int], bool]:
+def _following(
+    buffer: bytes, stop: int, final: bool, prefix: re.Pattern[str] | None
+) -> tuple[list[str], list[int], bool]:
     """The texts of the one-segment lines after the line that ends at `stop`, where each ends, and
     whether that settles which lines follow (the data ends, a line of several segments, or enough).
 
@@ -250,7 +265,7 @@ def _following(buffer: bytes, stop: int, final: bool) -> tuple[list[str], list[i
             if not final:
                 return texts, ends, False
             end = len(buffer)
-        segments = list(line_segments(0, bytes(buffer[start:end])))
+        segments = list(line_segments(0, bytes(buffer[start:end]), prefix))
         if len(segments) > 1:
             return texts, ends, True
         if segments:

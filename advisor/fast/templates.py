@@ -88,7 +88,8 @@ class FactTemplates:
     values and the line number.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: re.Pattern[str] | None = None) -> None:
+        self.prefix = prefix  # the log's learned per-line prefix, which cleaning strips
         self.trees = TemplateCache()
         self.recipes: dict[bytes, _Recipe | None] = {}
         self.raw_recipes: dict[bytes, _Recipe | None] = {}
@@ -110,7 +111,7 @@ class FactTemplates:
         return None if recipe is None else recipe.apply(raw, line)
 
     def _learn_raw(self, raw: bytes) -> _Recipe | None:
-        prefix = stripped_prefix(raw)
+        prefix = stripped_prefix(raw, self.prefix)
         if prefix is None:
             return None
         text = raw[prefix:].decode("ascii")

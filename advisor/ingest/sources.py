@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.ingest.unwrap import CUT_FROM_INSIDE, RAY_NOTE, clean, glued_records, journal_message
+from advisor.ingest import prefixes
+from advisor.ingest.unwrap import CUT_FROM_INSIDE, RAY_NOTE, clean, glued_records, journal_message, unwrapped
 
 # A line longer than this is cut: a 200 MB "line" is binary junk, not a message.
 MAX_LINE = 64 * 1024
@@ -36,29 +38,53 @@ def lines(chunks: Iterable[bytes]) -> Iterator[Line]:
     records that a paste glued onto one line (unwrap.glued_records). A journald
     JSON record is one physical line too; a record without a MESSAGE yields nothing.
     """
+    read, prefix = peeked(chunks)
     number, pending = 0, b""
-    for chunk in chunks:
+    for chunk in read:
         pending += chunk
         *complete, pending = pending.split(b"\n")
         for raw in complete:
             number += 1
-            yield from line_segments(number, raw)
+            yield from line_segments(number, raw, prefix)
         if len(pending) > MAX_LINE:  # never buffer an endless line
             pending = pending[:MAX_LINE]
     if pending:
-        yield from line_segments(number + 1, pending)
+        yield from line_segments(number + 1, pending, prefix)
 
 
-def line_segments(number: int, raw: bytes) -> Iterator[Line]:
+def peeked(chunks: Iterable[bytes | bytearray]) -> tuple[Iterator[bytes | bytearray], re.Pattern[str] | None]:
+    """The same chunks, and the prefix learned from their head (prefixes.HEAD_BYTES at most)."""
+    chunks = iter(chunks)
+    head: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        head.append(bytes(chunk))  # a reader may reuse its buffer for the next chunk
+        size += len(chunk)
+        if size >= prefixes.HEAD_BYTES:
+            break
+    return itertools.chain(head, chunks), learned_prefix(b"".join(head))
+
+
+def learned_prefix(data: bytes) -> re.Pattern[str] | None:
+    """The per-line prefix learned from the head of a log (its first prefixes.HEAD_LINES lines)."""
+    head = data[: prefixes.HEAD_BYTES].split(b"\n", prefixes.HEAD_LINES)[: prefixes.HEAD_LINES]
+    return prefixes.learn(unwrapped(segment) for raw in head for segment in _segments(raw))
+
+
+def line_segments(number: int, raw: bytes, prefix: re.Pattern[str] | None = None) -> Iterator[Line]:
     """The cleaned text of one physical line (without its LF), in as many segments as it has breaks."""
-    text = raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
-    unwrapped = journal_message(text) if "MESSAGE" in text else text
-    if unwrapped is None:
-        return
-    text = unwrapped
-    for segment in BREAKS.split(text) if ("\r" in text or "\n" in text) else (text,):
-        for record in glued_records(clean(segment)):
+    for segment in _segments(raw):
+        for record in glued_records(clean(segment, prefix)):
             yield Line(number, record)
+
+
+def _segments(raw: bytes) -> list[str]:
+    """The decoded segments of one physical line: its journald MESSAGE, split at CRs and LFs."""
+    text = raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
+    message = journal_message(text) if "MESSAGE" in text else text
+    if message is None:
+        return []
+    return BREAKS.split(message) if ("\r" in message or "\n" in message) else [message]
 
 
 # What makes line_segments do more to a line than decode it and strip wrappers from its start: a CR
@@ -67,7 +93,7 @@ def line_segments(number: int, raw: bytes) -> Iterator[Line]:
 RESHAPING = tuple(mark.encode() for mark in ("\r", "\n", "MESSAGE", *CUT_FROM_INSIDE, RAY_NOTE))
 
 
-def stripped_prefix(raw: bytes) -> int | None:
+def stripped_prefix(raw: bytes, prefix: re.Pattern[str] | None = None) -> int | None:
     """How many leading bytes line_segments strips from this physical line, when its one segment
     is the rest of the bytes as they are; None when it may do more.
 
@@ -77,7 +103,7 @@ def stripped_prefix(raw: bytes) -> int | None:
     """
     if len(raw) > MAX_LINE or not raw.isascii() or any(mark in raw for mark in RESHAPING):
         return None
-    records = glued_records(clean(raw.decode("ascii")))
+    records = glued_records(clean(raw.decode("ascii"), prefix))
     return len(raw) - len(records[0]) if len(records) == 1 else None
 
 

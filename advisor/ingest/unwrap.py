@@ -88,10 +88,12 @@ ENVELOPE_START = re.compile(
 )
 
 
-def clean(raw: str) -> str:
-    """Remove colour codes, NULs, byte-order marks, shipper and terminal wrappers; keep vLLM's text."""
-    # CUT_FROM_INSIDE names what this line cuts from inside a line: keep the two in step.
-    text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
+def clean(raw: str, prefix: re.Pattern[str] | None = None) -> str:
+    """Remove colour codes, NULs, byte-order marks, shipper and terminal wrappers, and a prefix
+    learned from the log's head (ingest.prefixes); keep vLLM's text."""
+    text = unwrapped(raw)
+    if prefix is not None and (learned := prefix.match(text)):
+        text = strip_wrappers(text[learned.end() :])
     if (
         ".py:" in text  # a substring test first spares the regexes on most lines, which hold no source
         and not ENVELOPE_START.match(text.lstrip())
@@ -103,6 +105,12 @@ def clean(raw: str) -> str:
         repeated = RAY_REPEATED.search(text)
         text = text[: repeated.start()].rstrip() if repeated else text
     return text
+
+
+def unwrapped(raw: str) -> str:
+    """The line without colour codes, NULs, byte-order marks and the wrappers WRAPPERS names."""
+    # CUT_FROM_INSIDE names what this line cuts from inside a line: keep the two in step.
+    return strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
 
 
 def glued_records(text: str) -> list[str]:

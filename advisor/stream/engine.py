@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from advisor.fast.prefilter import matcher
 from advisor.fast.scan import CandidateReader, scan_buffer
+from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE
 from advisor.parse.facts import Fact
 from advisor.report.build import finding, verdict
@@ -75,6 +76,8 @@ class StreamEngine:
         self._skip = 0  # offset in _pending before which the lines were read on into already
         self._find_hits = matcher()
         self._read = CandidateReader()
+        # The lines a per-line prefix is learned from (ingest.prefixes), until it is or the head is read.
+        self._head: bytes | None = b""
         self.verdicts: dict[int, Verdict] = {}
         self._rules = load_rules()
         self._run = Run(0)
@@ -104,6 +107,8 @@ class StreamEngine:
     def _feed_block(self, block: bytes, final: bool = False) -> list[StreamFinding]:
         """Whole lines: parse the candidates, count the rest; keep back those that wait for more lines."""
         out: list[StreamFinding] = []
+        if self._head is not None:
+            self._learn_prefix(block)
 
         def read(buffer: bytes, start: int, stop: int, number: int, last: bool) -> int | None:
             found = self._read(buffer, start, stop, number, last)
@@ -121,6 +126,20 @@ class StreamEngine:
         self._last_number = number
         self.lines_read += number - first
         return out
+
+    def _learn_prefix(self, block: bytes) -> None:
+        """Learn the log's per-line prefix from the lines so far, as the batch path does from its head:
+        a stream's reader reads with it from the block that showed it on."""
+        self._head = (self._head or b"") + block
+        learned = sources.learned_prefix(self._head)
+        if learned is not None:
+            self._read = CandidateReader(learned)
+        if (
+            learned is not None
+            or self._head.count(b"\n") >= prefixes.HEAD_LINES
+            or len(self._head) >= prefixes.HEAD_BYTES
+        ):
+            self._head = None
 
     def _feed_facts(self, facts: list[Fact], number: int) -> list[StreamFinding]:
         if not facts:

@@ -1,0 +1,66 @@
+"""A per-line prefix no wrapper names is learned from the log's head and stripped from every line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, WILD, analyze_fixture, corpus_cases, fixture_path
+
+from advisor.ingest import sources
+from advisor.report.build import analyze
+
+# What tools print before each line: stern's pod and container, a log viewer's line number.
+PREFIXES = {
+    "stern": lambda number: "vllm-7d9f8b6c4-x2k9p vllm ",
+    "viewer": lambda number: f"{number:5d} | ",
+}
+# Logs whose prefixed form reads otherwise: no anchor before which the prefix could be learned
+# (an unleveled exception alone, a terminal-wrapped message, IPython's own traceback format).
+UNLEARNABLE = {"025", "315", "2057", "3024", "4003", "4026", "6012", "6056", "7046", "8029"}
+LOGS = [
+    pytest.param(
+        folder, case, id=case["id"], marks=[pytest.mark.xfail(strict=True)] if case["id"] in UNLEARNABLE else []
+    )
+    for folder in (CORPUS, WILD)
+    for case in corpus_cases(folder)
+]
+
+
+def verdict_of(data: bytes) -> tuple[str, str]:
+    verdict = analyze(sources.lines([data]), "log").verdict
+    return verdict.phase, verdict.failure
+
+
+def prefixed(data: bytes, prefix) -> bytes:
+    lines = data.decode("utf-8", errors="surrogateescape").split("\n")
+    return "\n".join(prefix(n) + line if line else line for n, line in enumerate(lines, 1)).encode(
+        "utf-8", errors="surrogateescape"
+    )
+
+
+def test_a_container_prefix_is_learned_and_the_traceback_behind_it_read():
+    # kserve's pod log, every line behind "kserve-container ": the traceback is the start failing.
+    path = fixture_path("5049")
+    learned = sources.learned_prefix(path.read_bytes())
+    assert learned is not None and learned.pattern == r"(?:kserve\-container\ )"
+    verdict = analyze_fixture("5049").verdict
+    # Line 12 is the traceback's last, cut inside vLLM's own make_arg_parser.
+    assert (verdict.phase, verdict.failure, verdict.line) == ("startup", "engine_startup_failed", 12)
+
+
+def test_a_process_tag_is_never_part_of_the_prefix():
+    # llm-d's stern lines: "<pod> vllm (APIServer pid=1) ...": the tag tells processes apart, so it stays.
+    learned = sources.learned_prefix(fixture_path("7050").read_bytes())
+    assert learned is not None and "APIServer" not in learned.pattern
+
+
+def test_a_plain_log_learns_no_prefix():
+    assert sources.learned_prefix(fixture_path("089").read_bytes()) is None
+
+
+@pytest.mark.parametrize("form", sorted(PREFIXES))
+@pytest.mark.parametrize(("folder", "case"), LOGS)
+def test_a_prefix_on_every_line_keeps_the_verdict(folder: Path, case: dict, form: str):
+    data = (folder / Path(case["file"]).name).read_bytes()
+    assert verdict_of(prefixed(data, PREFIXES[form])) == verdict_of(data)
