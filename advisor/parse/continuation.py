@@ -83,9 +83,12 @@ def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequenc
         return None
     alone = reading(facts_alone)
     joined, continuation = text, ""
+    # The lines read on into so far when they complete a message though the text stays cut after it
+    # (a warning whose advice the excerpt's end cuts): what the next lines do not continue keeps it.
+    best = None
     for used, line in enumerate(following[:MAX_FOLLOWING], 1):
         if len(line) > MAX_ROW or starts_record(line):
-            return None
+            return best
         still_cut = None
         # A terminal wraps mid-word and keeps every space; a newline in an exception's text stood
         # for a space: the space is tried only where nothing reads on without it.
@@ -93,15 +96,17 @@ def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequenc
             facts = parse(joined + separator + line, number)
             # What the next lines say by themselves is theirs: the join must add to the cut message.
             added = without(reading(facts), reading(parse(continuation + separator + line, number)))
-            if not is_cut(facts) and reads_more(added, alone):
-                return facts, used
+            if reads_more(added, alone):
+                if not is_cut(facts):
+                    return facts, used
+                best = facts, used
             if is_cut(facts):
                 still_cut = (joined + separator + line, continuation + separator + line)
                 break
         if still_cut is None:
-            return None
+            return best
         joined, continuation = still_cut
-    return MORE if not final and len(following) < MAX_FOLLOWING else None
+    return MORE if not final and len(following) < MAX_FOLLOWING else best
 
 
 def without(facts: list[tuple[str, dict]], others: list[tuple[str, dict]]) -> list[tuple[str, dict]]:

@@ -374,8 +374,10 @@ def ends_inside_words(body: str) -> bool:
     """Whether the text ends on the first part of the grammar's words: "... with the model's max seq"
     cut by a terminal's wrap before " len (32768)", or ". Based on the av" before "ailable memory"."""
     starts, longest = word_starts()
+    # A word begins where the text before it is no letter or digit, or it begins with a space itself
+    # (" out of memory." follows "CUDA").
     return any(
-        body[-size:] in starts and (size == len(body) or not body[-size - 1].isalnum())
+        body[-size:] in starts and (size == len(body) or not body[-size - 1].isalnum() or not body[-size].isalnum())
         for size in range(MIN_WORDS_TAIL, min(len(body), longest) + 1)
     )
 
@@ -388,6 +390,9 @@ CLAUSE_END = re.compile(r"[.,;]\s|\s\(")
 # The longest last word of a line that a wrap may have cut out of the grammar's words ("Pending" of
 # "Pending: 3 reqs").
 MAX_CUT_WORD = 40
+# The tail a wrap leaves of a clause's words: one word of any characters ("Pend" of "Pending: 3"), or
+# a few words of letters ("Avg genera" of "Avg generation throughput: 538.3").
+CUT_WORDS = re.compile(r"\S+|[A-Za-z]+(?: [A-Za-z\-]+){1,3}")
 # How many clauses back from the cut a message is tried again.
 MAX_CLAUSES_BACK = 3
 
@@ -417,8 +422,8 @@ def _cut_by_the_end(error: LarkError, text: str) -> bool:
     else:
         return False
     rest = text[at:].rstrip()
-    if rest and len(rest) <= MAX_CUT_WORD and not any(c.isspace() for c in rest):
-        return True  # the line ends on one word the grammar did not expect: the start of a longer one
+    if rest and len(rest) <= MAX_CUT_WORD and CUT_WORDS.fullmatch(rest):
+        return True  # the line ends on words the grammar did not expect: the start of longer ones
     words = literal_terminals()
     return bool(rest) and any(
         len(words.get(name, "")) > len(rest) and words[name].startswith(rest) for name in expected

@@ -37,6 +37,9 @@ KNOWN_WRONG: dict[str, str] = {
     "7052": "a V0 sampler traceback cut before its error: profiling and serving both sample, no serving sign",
     "6060": "an EngineCore traceback through execute_model with no dispatcher frame, cut at both ends",
     "8060": "an RL framework's own frame calling llm.collective_rpc on a built engine, no vLLM frame shown",
+    "8065": "a request's validation (_validate_model_inputs) cut before its error: one request rejected",
+    "8069": "one ERROR record of a traceback's source line ('raise ValueErro') ends it: no frame, no exception",
+    "8071": "only the V0 client's idle DEBUG loop ('Waiting for output from MQLLMEngine'): the hang is in the thread",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -44,6 +47,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "3059": "labelled from the thread's text",
     "6003": "a V0 launcher's 'args: Namespace(' cut before its closing parenthesis is not read in part",
     "7058": "gpu_memory_utilization is in lm-eval's command line, which is not vLLM's output",
+    "8069": "the launch arguments are a Python list printed one item per line by verl, not vLLM's own lines",
     "8029": "gpu_memory_utilization and max_model_len are in the notebook's own LLM(...) call, not vLLM's output",
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
 }

@@ -1,0 +1,61 @@
+"""A terminal's hard wrap keeps the verdict: every real log, cut into rows of a terminal's width."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, WILD, corpus_cases
+
+from advisor.ingest import sources
+from advisor.report.build import analyze
+
+# The widths operators' terminals wrap at in the threads (about 160 columns, and 120).
+WIDTHS = (120, 160)
+# What a wrap still changes, and why: a frame's function name cut in two reads as another function;
+# an anchor's own words cut in two leave the row with no anchor to be read on from.
+KNOWN = {
+    (120, "034"): "a frame's function name cut by the wrap",
+    (120, "315"): "the exception's class name cut by the wrap",
+    (120, "3026"): "a frame's function name cut by the wrap",
+    (120, "3048"): "a frame's function name cut by the wrap",
+    (120, "5022"): "a frame's function name cut by the wrap",
+    (120, "6044"): "an anchor's words cut by the wrap",
+    (160, "035"): "a frame's function name cut by the wrap",
+    (160, "036"): "a frame's function name cut by the wrap",
+    (160, "037"): "a frame's function name cut by the wrap",
+    (160, "082"): "an anchor's words ('NCCL er' of 'NCCL error') cut by the wrap",
+    (160, "315"): "the exception's class name cut by the wrap",
+    (160, "5036"): "a frame's function name cut by the wrap",
+    (160, "8013"): "a frame's function name cut by the wrap",
+    (160, "8017"): "a frame's function name cut by the wrap",
+    (160, "8041"): "an anchor's words cut by the wrap",
+}
+LOGS = [
+    pytest.param(
+        folder / Path(case["file"]).name,
+        width,
+        id=f"{case['id']}-{width}",
+        marks=[pytest.mark.xfail(reason=KNOWN[width, case["id"]], strict=True)] if (width, case["id"]) in KNOWN else [],
+    )
+    for folder in (CORPUS, WILD)
+    for case in corpus_cases(folder)
+    for width in WIDTHS
+]
+
+
+def verdict_of(data: bytes) -> tuple[str, str]:
+    verdict = analyze(sources.lines([data]), "log").verdict
+    return verdict.phase, verdict.failure
+
+
+def hard_wrapped(data: bytes, width: int) -> bytes:
+    text = data.decode("utf-8", errors="surrogateescape")
+    rows = [line[i : i + width] for line in text.split("\n") for i in range(0, max(len(line), 1), width)]
+    return "\n".join(rows).encode("utf-8", errors="surrogateescape")
+
+
+@pytest.mark.parametrize(("path", "width"), LOGS)
+def test_a_hard_wrap_keeps_the_verdict(path: Path, width: int):
+    data = path.read_bytes()
+    assert verdict_of(hard_wrapped(data, width)) == verdict_of(data)
