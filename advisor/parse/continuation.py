@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from advisor.ingest.sources import Line
 from advisor.parse.facts import Fact
-from advisor.parse.grammar import CUT, anchor_regex, split_envelope
+from advisor.parse.grammar import CUT, anchor_regex, split_envelope, staged_functions
 
 # A message is read on into at most this many lines: nine terminal rows of 80 columns hold the
 # longest error the grammar reads in parts (the KV shortfall with its estimate and its advice,
@@ -49,7 +49,14 @@ def without_cut(facts: Sequence[Fact]) -> list:
 
 
 def reading(facts: Sequence[Fact]) -> list[tuple[str, dict]]:
-    return [(fact.kind, dict(fact.values)) for fact in facts if fact.kind != CUT]
+    return [(fact.kind, _said(fact)) for fact in facts if fact.kind != CUT]
+
+
+def _said(fact: Fact) -> dict:
+    """A fact's values; for a frame, whether the stage map places its function (a wrap cut it if not)."""
+    if fact.kind == "frame":
+        return {"staged": fact.text.get("function") in staged_functions()}
+    return dict(fact.values)
 
 
 def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) -> bool:

@@ -234,6 +234,12 @@ def _stages_json() -> dict:
     return json.loads(resources.files("advisor").joinpath("stages.json").read_text())
 
 
+@cache
+def staged_functions() -> frozenset[str]:
+    """Every function the stage map places (advisor/stages.json): a frame naming one is whole."""
+    return frozenset(name for names in _stages_json()["stages"].values() for name in names)
+
+
 def logged_at() -> dict[str, str]:
     """The stage of the vLLM function behind each error-level logger call, by the "file.py:line" its
     records print (advisor/stages.json, from every release's source)."""
@@ -349,6 +355,8 @@ def messages(body: str, parse=_lark_parse):
         if rest is None:
             if body[-1:].isdigit():  # a wrap may have cut its last number: "... length is 1" of "15488"
                 yield CUT, {}, {}, {}
+            elif kind == "frame" and words.get("function") not in staged_functions():
+                yield CUT, {}, {}, {}  # or its function's name: "output_hand" of "output_handler"
             return
         position = len(body) - len(rest)  # REST is the suffix of the body after this message
     if ends_inside_words(body):
@@ -390,9 +398,9 @@ CLAUSE_END = re.compile(r"[.,;]\s|\s\(")
 # The longest last word of a line that a wrap may have cut out of the grammar's words ("Pending" of
 # "Pending: 3 reqs").
 MAX_CUT_WORD = 40
-# The tail a wrap leaves of a clause's words: one word of any characters ("Pend" of "Pending: 3"), or
-# a few words of letters ("Avg genera" of "Avg generation throughput: 538.3").
-CUT_WORDS = re.compile(r"\S+|[A-Za-z]+(?: [A-Za-z\-]+){1,3}")
+# The tail a wrap leaves of a clause: a few words ("Pend" of "Pending: 3", "Avg genera" of "Avg
+# generation throughput: 538.3", "109.81 Mi" of "109.81 MiB is free").
+CUT_WORDS = re.compile(r"\S+(?: \S+){0,2}")
 # How many clauses back from the cut a message is tried again.
 MAX_CLAUSES_BACK = 3
 

@@ -12,23 +12,18 @@ from advisor.report.build import analyze
 
 # The widths operators' terminals wrap at in the threads (about 160 columns, and 120).
 WIDTHS = (120, 160)
-# What a wrap still changes, and why: a frame's function name cut in two reads as another function;
-# an anchor's own words cut in two leave the row with no anchor to be read on from.
+# What a wrap still changes, and why: an anchor's own words cut in two leave the row with no anchor to
+# be read on from (the prefilter finds lines by those words); an exception's class cut in two is read
+# as another.
 KNOWN = {
-    (120, "034"): "a frame's function name cut by the wrap",
+    (120, "034"): "the words that place the out-of-memory error cut by the wrap",
     (120, "315"): "the exception's class name cut by the wrap",
-    (120, "3026"): "a frame's function name cut by the wrap",
-    (120, "3048"): "a frame's function name cut by the wrap",
-    (120, "5022"): "a frame's function name cut by the wrap",
+    (120, "3026"): "an anchor's words (a request's abort) cut by the wrap",
+    (120, "5022"): "an anchor's words (the engine-dead error) cut by the wrap",
     (120, "6044"): "an anchor's words cut by the wrap",
-    (160, "035"): "a frame's function name cut by the wrap",
-    (160, "036"): "a frame's function name cut by the wrap",
-    (160, "037"): "a frame's function name cut by the wrap",
     (160, "082"): "an anchor's words ('NCCL er' of 'NCCL error') cut by the wrap",
     (160, "315"): "the exception's class name cut by the wrap",
-    (160, "5036"): "a frame's function name cut by the wrap",
-    (160, "8013"): "a frame's function name cut by the wrap",
-    (160, "8017"): "a frame's function name cut by the wrap",
+    (160, "8017"): "the words that place the error in the serving loop cut by the wrap",
     (160, "8041"): "an anchor's words cut by the wrap",
 }
 LOGS = [
