@@ -101,12 +101,12 @@ def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
     split_in(3, monkeypatch)
     scan_lines = scan._scan_lines
 
-    def broken_after_the_first_part(chunks, engine, lookahead):
+    def broken_after_the_first_part(chunks, engine, prefix, lookahead):
         chunks = iter(chunks)
         first = next(chunks)
         if first[: len(head)] != head:
             raise ValueError("a later part")
-        return scan_lines([first, *chunks], engine, lookahead)
+        return scan_lines([first, *chunks], engine, prefix, lookahead)
 
     head = generated_log.read_bytes()[:100]
     monkeypatch.setattr(scan, "_scan_lines", broken_after_the_first_part)
