@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -123,6 +124,9 @@ STARTUP_COLLECTIVES = 1000
 # only serving asks for a model step.
 RPC_DISPATCHERS = {"worker_busy_loop", "_execute_worker_rpc", "execute_method", "run_method"}
 SERVING_RPCS = {"execute_model", "sample_tokens"}
+# V1's executor names the method its workers did not answer in time (multiproc_executor.collective_rpc:
+# f"RPC call to {method} timed out."), from whatever frame called it.
+RPC_TIMED_OUT = re.compile(r"RPC call to (\w+) timed out")
 
 
 @dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
@@ -247,7 +251,8 @@ def place(run: Run) -> list[Event]:
         stage, frames = stage_of_line.get(line, NO_STAGE)
         if stage == FOREIGN and kind == "exception":  # a script's own traceback: not vLLM failing
             continue
-        phase = "runtime" if line >= runtime_from or _in_serving_loop(frames) else "startup"
+        serving = stage == "serving" or _in_serving_loop(frames)  # by its frames, or by what it raised
+        phase = "runtime" if line >= runtime_from or serving else "startup"
         sized = sized or stage == "kv_sizing"  # an error raised while sizing: sizing had begun
         if not stage:
             stage = _stage_from_context(line in weights_lines, phase, capturing or id(fact) in captured_late, sized)
@@ -365,8 +370,11 @@ def stage_from_frames(frames: tuple[str, ...]) -> str:
 
 
 def raised_stage(text: Mapping[str, str]) -> str:
-    """The stage whose functions alone raise the exception's message, or ""."""
+    """The stage whose functions alone raise the exception's message, or the serving loop's for an
+    executor's RPC that timed out on a method asked only while serving; or ""."""
     message = text.get("message", "")
+    if (asked := RPC_TIMED_OUT.match(message)) and asked[1] in SERVING_RPCS:
+        return "serving"
     for start, stage in RAISED_BY_START.get(message[:RAISED_KEY], ()):
         if message.startswith(start):
             return stage

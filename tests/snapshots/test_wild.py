@@ -39,6 +39,9 @@ KNOWN_WRONG: dict[str, str] = {
     "8060": "an RL framework's own frame calling llm.collective_rpc on a built engine, no vLLM frame shown",
     "8065": "a request's validation (_validate_model_inputs) cut before its error: one request rejected",
     "8069": "one ERROR record of a traceback's source line ('raise ValueErro') ends it: no frame, no exception",
+    "9024": "a Triton compiler diagnostic ('error: triton_flash_attention.py:211:0: ...') ends the start: no grammar",
+    "9028": "a device-side assert in flash-attn's forward inside an ExceptionGroup: no serving frame or sign",
+    "9047": "Triton Inference Server's glog E-record '[vllm] Failed to start engine': another server's words",
     "8071": "only the V0 client's idle DEBUG loop ('Waiting for output from MQLLMEngine'): the hang is in the thread",
 }
 # Cases whose labelled numbers are not all found yet.
