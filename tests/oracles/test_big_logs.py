@@ -11,7 +11,7 @@ import sys
 import tracemalloc
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, tiered
 
 from advisor.cli import main
 from advisor.fast import background, scan, templates
@@ -69,7 +69,7 @@ def test_parts_give_the_facts_of_one_pass(generated_log, generated_facts, parts,
     assert scan.scan_file(str(generated_log)) == generated_facts
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_parts_of_every_fixture(path, monkeypatch):
     # Small files cut anywhere: in a traceback, a CR-redrawn progress bar, a journald record; some parts empty.
     split_in(5, monkeypatch)
@@ -133,7 +133,7 @@ def written_json(pending: PendingReport, tmp_path) -> str:
         return stream.read()
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_events_written_by_a_forked_process(path, events_in_background, tmp_path):
     pending = PendingReport(plain_facts(path), path.name)
     plain = analyze(sources.lines(sources.read_chunks(str(path))), path.name)
@@ -281,7 +281,7 @@ def test_recipe_facts_equal_parsed_facts():
     assert learned.parse_line(other, 9) == parse(sources.text_lines("\n" * 8 + other))
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_one_probe_learns_what_a_probe_per_number_learns(path):
     # The quick way to learn a template must agree with the careful one wherever it gives an answer.
     learned = FactTemplates()
