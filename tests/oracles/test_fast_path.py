@@ -72,6 +72,7 @@ def generated_log(tmp_path_factory):
     return generate(tmp_path_factory.mktemp("bench") / "generated.log", 5 << 20)
 
 
+@pytest.mark.exhaustive
 def test_generated_log_same_report_with_every_engine(generated_log):
     plain = plain_json(generated_log)
     assert '"failure": "engine_dead"' in plain  # the failure near the end was found
