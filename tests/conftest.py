@@ -106,6 +106,35 @@ def json_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def representative_logs() -> set[Path]:
+    """The logs the log-by-log oracles read in every run (-m exhaustive reads them all): every kind of log once,
+    as the first of each fixture folder and of each failure class and wrapper that the real corpora label."""
+    firsts: dict = {}
+    for path in sorted(FIXTURES.rglob("*.log")):
+        firsts.setdefault(path.relative_to(FIXTURES).parts[0], path)
+    for folder in (CORPUS, WILD):
+        for case in corpus_cases(folder):
+            for label in ("failure", "wrapper"):
+                firsts.setdefault((folder, label, case[label]), folder / Path(case["file"]).name)
+    return set(firsts.values())
+
+
+REPRESENTATIVE = representative_logs()
+
+
+def tiered(items: list, log=lambda item: item) -> list:
+    """Parameters of a test run once per log: a representative log's in every run, the others under -m exhaustive."""
+    return [item if log(item) in REPRESENTATIVE else pytest.param(item, marks=pytest.mark.exhaustive) for item in items]
+
+
+def tiers(logs: list[Path]) -> list:
+    """The parameter of a test that reads many logs: the representative ones, then the others under -m exhaustive."""
+    return [
+        pytest.param([log for log in logs if log in REPRESENTATIVE], id="representative"),
+        pytest.param([log for log in logs if log not in REPRESENTATIVE], id="others", marks=pytest.mark.exhaustive),
+    ]
+
+
 @pytest.fixture
 def corpus():
     return corpus_cases()

@@ -27,7 +27,10 @@ def lines_read(port: int) -> int | None:
     return int(next(line for line in text.splitlines() if line.startswith("vllm_advisor_lines_read_total ")).split()[1])
 
 
-@pytest.mark.parametrize("mode", ["rename", "remove", "truncate"])
+# logrotate's default (rename) in every run, the other modes under -m exhaustive (.ci/run).
+@pytest.mark.parametrize(
+    "mode", ["rename", *(pytest.param(mode, marks=pytest.mark.exhaustive) for mode in ("remove", "truncate"))]
+)
 def test_every_line_read_once_across_rotation(tmp_path, mode):
     # 088: a real vLLM 0.32 launch that fails on line 89 (S101), 182 lines; written 8 times, 8 runs.
     launch = fixture_path("088")

@@ -1,4 +1,7 @@
-"""Big logs: two processes, packed facts and the written report give the plain path's results."""
+"""Big logs: two processes, packed facts and the written report give the plain path's results.
+
+The tests on generated logs of megabytes run under -m exhaustive (.ci/run); those on the fixtures, every time.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import sys
 import tracemalloc
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, tiered
 
 from advisor.cli import main
 from advisor.fast import background, scan, templates
@@ -63,19 +66,21 @@ def always_split(monkeypatch):
     split_in(2, monkeypatch)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("parts", [2, 3, 7])
 def test_parts_give_the_facts_of_one_pass(generated_log, generated_facts, parts, monkeypatch):
     split_in(parts, monkeypatch)
     assert scan.scan_file(str(generated_log)) == generated_facts
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_parts_of_every_fixture(path, monkeypatch):
     # Small files cut anywhere: in a traceback, a CR-redrawn progress bar, a journald record; some parts empty.
     split_in(5, monkeypatch)
     assert scan.scan_file(str(path)) == plain_facts(path)
 
 
+@pytest.mark.exhaustive
 def test_a_part_process_that_dies_is_one_line_error(generated_log, monkeypatch, capsys):
     split_in(2, monkeypatch)
     monkeypatch.setattr(scan, "_scan_part", lambda *args: os._exit(9))  # as if the OOM killer struck
@@ -87,6 +92,7 @@ def test_a_part_process_that_dies_is_one_line_error(generated_log, monkeypatch, 
     )
 
 
+@pytest.mark.exhaustive
 def test_gzip_and_small_files_use_one_process(generated_log, generated_facts, tmp_path, monkeypatch):
     packed = tmp_path / "generated.log.gz"
     packed.write_bytes(gzip.compress(generated_log.read_bytes()))
@@ -97,6 +103,7 @@ def test_gzip_and_small_files_use_one_process(generated_log, generated_facts, tm
     assert scan.scan_file(str(generated_log)) == generated_facts
 
 
+@pytest.mark.exhaustive
 def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
     split_in(3, monkeypatch)
     scan_lines = scan._scan_lines
@@ -114,6 +121,7 @@ def test_an_error_in_a_part_reaches_the_caller(generated_log, monkeypatch):
         scan.scan_file(str(generated_log))
 
 
+@pytest.mark.exhaustive
 def test_cli_json_is_the_plain_report(generated_log, always_split, capsys):
     assert main(["--format", "json", str(generated_log)]) == 1  # the generated log ends in a failure
     plain = analyze(sources.lines(sources.read_chunks(str(generated_log))), str(generated_log))
@@ -133,7 +141,7 @@ def written_json(pending: PendingReport, tmp_path) -> str:
         return stream.read()
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_events_written_by_a_forked_process(path, events_in_background, tmp_path):
     pending = PendingReport(plain_facts(path), path.name)
     plain = analyze(sources.lines(sources.read_chunks(str(path))), path.name)
@@ -150,6 +158,7 @@ def log_of_many_events(tmp_path_factory):
     return path
 
 
+@pytest.mark.exhaustive
 def test_cli_json_of_two_big_logs_is_the_same_array(log_of_many_events):
     done = subprocess.run(
         [sys.executable, "-m", "advisor", "--format", "json", str(log_of_many_events), str(log_of_many_events)],
@@ -161,6 +170,7 @@ def test_cli_json_of_two_big_logs_is_the_same_array(log_of_many_events):
     assert done.stdout.decode() == "[\n" + report[:-1] + ",\n" + report[:-1] + "\n]\n"
 
 
+@pytest.mark.exhaustive
 def test_reader_that_leaves_a_big_report_is_silent(log_of_many_events):
     # `vllm-advisor big.log | head -c 10`: the forked writer meets the closed pipe; the command says nothing.
     child = subprocess.Popen(
@@ -173,12 +183,14 @@ def test_reader_that_leaves_a_big_report_is_silent(log_of_many_events):
     assert child.wait(timeout=120) in (0, 1) and child.stderr.read() == b""
 
 
+@pytest.mark.exhaustive
 def test_a_writer_process_that_dies_is_one_line_error(generated_log, events_in_background, monkeypatch, tmp_path):
     monkeypatch.setattr(packed_report_module, "_write_all", lambda *args: os._exit(9))
     with open(tmp_path / "out", "w") as stream, pytest.raises(background.ProcessDied):
         PendingReport(plain_facts(generated_log), "generated.log").write_json(stream)
 
 
+@pytest.mark.exhaustive
 def test_several_reports_make_the_same_array(generated_log):
     path = next(FIXTURES.glob("corpus/091-*.log"))
     packed = [packed_report(scan.scan_file(str(p)), p.name) for p in (path, generated_log)]
@@ -209,6 +221,7 @@ def test_event_text_is_jsons(values):
     assert json.loads(event_json(event)) == {"line": 7, "kind": "stats", "values": finite}
 
 
+@pytest.mark.exhaustive
 def test_packed_report_reads_like_a_report(generated_log, generated_report):
     report = packed_report(scan.scan_file(str(generated_log)), "generated.log")
     plain = generated_report
@@ -220,6 +233,7 @@ def test_packed_report_reads_like_a_report(generated_log, generated_report):
     assert json.loads(report.to_json()) == json.loads(report.model_dump_json(by_alias=True))
 
 
+@pytest.mark.exhaustive
 def test_stats_facts_share_their_shape_and_pickle(generated_log):
     facts = scan.scan_file(str(generated_log))
     stats = [fact for fact in facts if fact.kind == "stats"]
@@ -232,6 +246,7 @@ def test_stats_facts_share_their_shape_and_pickle(generated_log):
     assert back == stats and len({id(fact.names) for fact in back}) <= shapes
 
 
+@pytest.mark.exhaustive
 def test_memory_per_stats_line_stays_small(tmp_path):
     # What makes a 4 GB log (176,000 stats lines) fit in 200 MB: a stats line kept for the report
     # costs about 300 bytes (plus the one-time caches and free lists counted here); as pydantic
@@ -281,7 +296,7 @@ def test_recipe_facts_equal_parsed_facts():
     assert learned.parse_line(other, 9) == parse(sources.text_lines("\n" * 8 + other))
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_one_probe_learns_what_a_probe_per_number_learns(path):
     # The quick way to learn a template must agree with the careful one wherever it gives an answer.
     learned = FactTemplates()
@@ -297,6 +312,7 @@ def test_one_probe_learns_what_a_probe_per_number_learns(path):
             assert (quick.plans, quick.process_spans) == (careful.plans, careful.process_spans), line.text
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("output", sorted(FORMATS))
 def test_every_format_of_a_packed_report_is_the_plain_one(generated_log, generated_report, output):
     packed = packed_report(scan.scan_file(str(generated_log)), "generated.log")

@@ -7,7 +7,7 @@ import re
 import sys
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, tiered
 
 from advisor.fast import prefilter, scan, templates
 from advisor.fast.packed_report import packed_report
@@ -40,7 +40,7 @@ def fast_json(path, engine: str) -> str:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_fast_report_equals_plain_report(path, engine):
     assert fast_json(path, engine) == plain_json(path)
 
@@ -72,6 +72,7 @@ def generated_log(tmp_path_factory):
     return generate(tmp_path_factory.mktemp("bench") / "generated.log", 5 << 20)
 
 
+@pytest.mark.exhaustive
 def test_generated_log_same_report_with_every_engine(generated_log):
     plain = plain_json(generated_log)
     assert '"failure": "engine_dead"' in plain  # the failure near the end was found
@@ -84,7 +85,7 @@ def test_every_regex_anchor_has_literals():
     assert regex_anchors == set(grammar.terminal_notes("literals"))
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_every_anchored_line_holds_a_literal(path):
     # The prefilter's promise, checked on real lines: an anchor in the cleaned text means a literal in the raw bytes.
     raw_lines = path.read_bytes().split(b"\n")
@@ -129,7 +130,7 @@ def shifted_digits(text: str) -> str:
     return text.translate(str.maketrans("0123456789", "3456789012"))
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_cached_tree_gives_the_facts_of_a_fresh_parse(path):
     # Prime the cache with each real line, then parse the line with other digits in the same places.
     cache = templates.TemplateCache()
@@ -139,7 +140,7 @@ def test_cached_tree_gives_the_facts_of_a_fresh_parse(path):
         assert parse_line(other, line.number, cache.parse) == parse_line(other, line.number)
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_learned_recipe_gives_the_facts_of_a_fresh_parse(path):
     # Learn each real line's template, then read a line with other digits in the same places.
     learned = templates.FactTemplates()
@@ -149,7 +150,7 @@ def test_learned_recipe_gives_the_facts_of_a_fresh_parse(path):
         assert learned.parse_line(other, line.number) == parse_line(other, line.number)
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_raw_recipe_gives_the_facts_of_the_plain_path(path):
     # Learn each real physical line's shape, then read a line with other digits in the same places.
     learned = templates.FactTemplates()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
-from conftest import analyze_fixture, corpus_cases, fixture_path
+from conftest import CORPUS, analyze_fixture, corpus_cases, fixture_path, tiered
 
 from advisor.stream.engine import StreamEngine
+
+CASES = tiered(corpus_cases(), log=lambda case: CORPUS / Path(case["file"]).name)
 
 
 def physical_lines(name: str) -> list[bytes]:
@@ -22,7 +25,7 @@ def stream_fixture(name: str) -> tuple[StreamEngine, list, list]:
     return engine, fed, engine.finish()
 
 
-@pytest.mark.parametrize("case", corpus_cases(), ids=lambda c: c["file"][:3])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["file"][:3])
 def test_final_findings_equal_batch(case):
     name = case["id"]
     engine, _, _ = stream_fixture(name)
@@ -31,7 +34,7 @@ def test_final_findings_equal_batch(case):
     assert streamed == batch
 
 
-@pytest.mark.parametrize("case", corpus_cases(), ids=lambda c: c["file"][:3])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["file"][:3])
 def test_bytes_cut_anywhere_give_the_batch_findings_and_line_numbers(case):
     # What follow feeds: reads of any size, lines split across them; only prefiltered lines are parsed.
     name, data = case["id"], fixture_path(case["id"]).read_bytes()
@@ -45,7 +48,7 @@ def test_bytes_cut_anywhere_give_the_batch_findings_and_line_numbers(case):
     assert engine.lines_read == len(data.split(b"\n")) - data.endswith(b"\n")
 
 
-@pytest.mark.parametrize("case", corpus_cases(), ids=lambda c: c["file"][:3])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["file"][:3])
 def test_each_finding_reported_once_per_run(case):
     # Once per run, or once more after each recovery: per run and rule, findings and recoveries alternate.
     _, fed, ended = stream_fixture(case["id"])
@@ -56,7 +59,7 @@ def test_each_finding_reported_once_per_run(case):
     assert all(h.replace("fr", "") in ("", "f") for h in history.values()), history
 
 
-@pytest.mark.parametrize("case", corpus_cases(), ids=lambda c: c["file"][:3])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["file"][:3])
 def test_what_a_reader_of_the_stream_is_left_with_is_the_batch_findings(case):
     # A consumer keeps each finding until its retraction: at the end it must hold batch's findings,
     # none that a later (logged) finding overrode.

@@ -53,6 +53,7 @@ def test_adversarial_fixture_gets_a_sensible_verdict(case):
     assert report.verdict.failure in case["accept"]
 
 
+@pytest.mark.exhaustive
 def test_200_mb_single_line_is_read_in_bounded_time_and_memory(tmp_path):
     # The real "KV cache is needed" line, repeated without a newline: one 200 MB line.
     error_line = next(line for line in BASE.splitlines() if b"KV cache is needed" in line)
@@ -68,6 +69,7 @@ def test_200_mb_single_line_is_read_in_bounded_time_and_memory(tmp_path):
     assert report["verdict"]["phase"] in ("startup", "unknown")
 
 
+@pytest.mark.exhaustive
 def test_million_line_traceback_is_bounded(tmp_path):
     # A runaway recursion: one real frame (file line plus code line) printed a million times.
     lines = fixture_path("088").read_bytes().splitlines(keepends=True)
@@ -141,6 +143,7 @@ def test_pathological_long_lines_take_linear_time(tmp_path):
     assert report["verdict"]["failure"] in ("none", "cuda_oom_runtime", "engine_startup_failed")
 
 
+@pytest.mark.exhaustive
 def test_long_runtime_log_takes_linear_time(tmp_path):
     # Days of a serving engine: one stats line every few seconds, restarts with their configs.
     stats = next(line for line in fixture_path("091").read_bytes().splitlines(keepends=True) if b"throughput" in line)

@@ -13,9 +13,15 @@ from hypothesis import strategies as st
 
 from advisor.command import CommandError
 
-# CI runs a bounded number of examples; ADVISOR_FUZZ_EXAMPLES=100000 runs a long fuzz locally.
+# Each property runs a taste of examples every time, and its full budget under -m exhaustive (.ci/run);
+# ADVISOR_FUZZ_EXAMPLES=100000 pytest -m exhaustive tests/robustness/test_properties.py fuzzes at length.
 EXAMPLES = int(os.environ.get("ADVISOR_FUZZ_EXAMPLES", "200"))
-bounded = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BUDGETS = [pytest.param(25, id="taste"), pytest.param(EXAMPLES, id="full", marks=pytest.mark.exhaustive)]
+
+
+def bounded(examples: int) -> settings:
+    return settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
 
 CORPUS_LOGS = sorted(CORPUS.glob("*.log"))
 CORPUS_LINES = sorted({line for path in CORPUS_LOGS for line in path.read_bytes().splitlines(keepends=True)})
@@ -40,46 +46,66 @@ def assert_valid(data: bytes, cuts: list[int]) -> None:
 cuts = st.lists(st.integers(min_value=0, max_value=20000), max_size=8)
 
 
-@bounded
-@given(st.binary(max_size=4096), cuts)
-def test_arbitrary_bytes(data, cut_points):
-    assert_valid(data, cut_points)
+@pytest.mark.parametrize("examples", BUDGETS)
+def test_arbitrary_bytes(examples):
+    @bounded(examples)
+    @given(st.binary(max_size=4096), cuts)
+    def check(data, cut_points):
+        assert_valid(data, cut_points)
+
+    check()
 
 
-@bounded
-@given(st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=60), cuts)
-def test_interleaved_real_lines(picked, cut_points):
-    assert_valid(b"".join(picked), cut_points)
+@pytest.mark.parametrize("examples", BUDGETS)
+def test_interleaved_real_lines(examples):
+    @bounded(examples)
+    @given(st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=60), cuts)
+    def check(picked, cut_points):
+        assert_valid(b"".join(picked), cut_points)
+
+    check()
 
 
-@bounded
-@given(st.sampled_from(CORPUS_LOGS), st.floats(min_value=0, max_value=1), cuts)
-def test_truncated_at_any_byte(path, fraction, cut_points):
-    data = path.read_bytes()
-    assert_valid(data[: int(len(data) * fraction)], cut_points)
+@pytest.mark.parametrize("examples", BUDGETS)
+def test_truncated_at_any_byte(examples):
+    @bounded(examples)
+    @given(st.sampled_from(CORPUS_LOGS), st.floats(min_value=0, max_value=1), cuts)
+    def check(path, fraction, cut_points):
+        data = path.read_bytes()
+        assert_valid(data[: int(len(data) * fraction)], cut_points)
+
+    check()
 
 
-@bounded
-@given(st.sampled_from(CORPUS_LOGS), st.lists(st.tuples(st.floats(0, 1), st.sampled_from(NOISE)), max_size=40))
-def test_noise_inserted(path, insertions):
-    data = bytearray(path.read_bytes())
-    for fraction, noise in sorted(insertions, reverse=True):  # from the end, so earlier offsets stay valid
-        position = int(len(data) * fraction)
-        data[position:position] = noise
-    assert_valid(bytes(data), [])
+@pytest.mark.parametrize("examples", BUDGETS)
+def test_noise_inserted(examples):
+    @bounded(examples)
+    @given(st.sampled_from(CORPUS_LOGS), st.lists(st.tuples(st.floats(0, 1), st.sampled_from(NOISE)), max_size=40))
+    def check(path, insertions):
+        data = bytearray(path.read_bytes())
+        for fraction, noise in sorted(insertions, reverse=True):  # from the end, so earlier offsets stay valid
+            position = int(len(data) * fraction)
+            data[position:position] = noise
+        assert_valid(bytes(data), [])
+
+    check()
 
 
-@bounded
-@given(
-    st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=30),
-    st.text(alphabet=st.characters(codec="utf-8"), max_size=80),
-)
-def test_user_command_is_corrected_safely(picked, user_command):
-    try:
-        shlex.split(user_command)
-    except ValueError:  # an unclosed quote: refused as a usage error, never half-parsed
-        with pytest.raises(CommandError):
-            analyze_bytes([b"".join(picked)], "vllm serve " + user_command)
-        return
-    report, count = analyze_bytes([b"".join(picked)], "vllm serve " + user_command)
-    check_report(report, count)
+@pytest.mark.parametrize("examples", BUDGETS)
+def test_user_command_is_corrected_safely(examples):
+    @bounded(examples)
+    @given(
+        st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=30),
+        st.text(alphabet=st.characters(codec="utf-8"), max_size=80),
+    )
+    def check(picked, user_command):
+        try:
+            shlex.split(user_command)
+        except ValueError:  # an unclosed quote: refused as a usage error, never half-parsed
+            with pytest.raises(CommandError):
+                analyze_bytes([b"".join(picked)], "vllm serve " + user_command)
+            return
+        report, count = analyze_bytes([b"".join(picked)], "vllm serve " + user_command)
+        check_report(report, count)
+
+    check()

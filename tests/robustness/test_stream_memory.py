@@ -6,6 +6,7 @@ import re
 import time
 from collections import Counter
 
+import pytest
 from conftest import fixture_path
 
 from advisor.stream.engine import StreamEngine
@@ -50,6 +51,7 @@ def serving_blocks() -> tuple[bytes, list[bytes], int]:
     return b"\n".join(log[:103]) + b"\n", blocks, len(stats)
 
 
+@pytest.mark.exhaustive
 def test_resident_memory_does_not_grow_with_lines():
     startup, blocks, stats_cycle = serving_blocks()
     engine = StreamEngine("091")

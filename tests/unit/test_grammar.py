@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES, ROOT, fixture_line
+from conftest import FIXTURES, ROOT, fixture_line, tiers
 
 from advisor.ingest import sources
 from advisor.parse.grammar import AnchorSearch, anchor_regex, find_anchor, parse_line, split_envelope
@@ -77,19 +77,18 @@ def test_envelope(fixture, number, process, level):
     assert (envelope.process, envelope.level) == (process, level)
 
 
-def long_texts() -> list[str]:
-    """Every real line of the fixtures, and each run into a long one: real lines, each followed by prose
+def long_texts(logs) -> list[str]:
+    """Every real line of the logs, and each run into a long one: real lines, each followed by prose
     full of anchor words that are not anchors, as in a long prompt that quotes code."""
-    lines = [
-        line.text for path in sorted(FIXTURES.rglob("*.log")) for line in sources.lines(sources.read_chunks(str(path)))
-    ]
+    lines = [line.text for path in logs for line in sources.lines(sources.read_chunks(str(path)))]
     prose = "an Error here, the Exception there, Engine 7 was fine, Shutting, File, blocks and words " * 15
     return lines + [prose + line + prose for line in lines[::25]]
 
 
-def test_find_anchor_is_the_anchor_regex_search():
+@pytest.mark.parametrize("logs", tiers(sorted(FIXTURES.rglob("*.log"))))
+def test_find_anchor_is_the_anchor_regex_search(logs):
     # find_anchor is an optimisation of anchor_regex().search: same match at every start place.
-    for text in long_texts():
+    for text in long_texts(logs):
         search = AnchorSearch(text)  # one search, asked from ever later places, as messages() asks it
         for position in sorted({0, 1, len(text) // 3, len(text) // 2, max(len(text) - 40, 0)}):
             plain = anchor_regex().search(text, position)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, tiered
 
 from advisor.ingest import sources
 from advisor.report.build import analyze, parse
@@ -25,7 +25,7 @@ def analysed(path):
     return analyze(sources.lines(sources.read_chunks(str(path))), path.name), runs[-1].backend if runs else None
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_remedies_keep_their_own_rules(path):
     report, backend = analysed(path)
     facts = report.facts

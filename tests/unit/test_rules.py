@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import FIXTURES, ROOT, analyze_fixture
+from conftest import FIXTURES, ROOT, analyze_fixture, tiered
 
 from advisor.fast import scan
 from advisor.rules.expressions import evaluate
@@ -32,7 +32,7 @@ def test_every_rule_has_a_log_it_fires_on_and_a_near_miss(rule):
     assert {case.fires for case in rule.cases} == {True, False}
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.log")), ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("path", tiered(sorted(FIXTURES.rglob("*.log"))), ids=lambda p: p.name[:40])
 def test_matching_finds_what_judging_every_event_whole_finds(path):
     # match_run remembers outcomes and makes an event's whole context only where it is read: it must
     # find the rules, events and contexts that judging each rule on each event's whole context finds.

@@ -11,7 +11,7 @@ from itertools import cycle
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, tiered, tiers
 
 from advisor.fast import scan
 from advisor.ingest import sources
@@ -168,7 +168,7 @@ def original_report(path: Path) -> dict:
 
 
 @pytest.mark.parametrize("form", sorted(WHOLE_FILE))
-@pytest.mark.parametrize("log", LOGS, ids=[p.name[:3] if p.name[0].isdigit() else p.stem for p in LOGS])
+@pytest.mark.parametrize("log", tiered(LOGS), ids=[p.name[:3] if p.name[0].isdigit() else p.stem for p in LOGS])
 def test_wrapping_keeps_the_report(log, form):
     expected = original_report(log)
     wrapped = report_of(WHOLE_FILE[form](log.read_bytes()))
@@ -178,9 +178,10 @@ def test_wrapping_keeps_the_report(log, form):
 
 
 @pytest.mark.parametrize("form", sorted(WHOLE_FILE))
-def test_fast_path_reads_wrapped_lines_as_the_plain_path(form):
+@pytest.mark.parametrize("logs", tiers(LOGS))
+def test_fast_path_reads_wrapped_lines_as_the_plain_path(logs, form):
     # The fast path reads lines of a known shape straight from the raw bytes, wrapper and all.
-    for log in LOGS:
+    for log in logs:
         data = WHOLE_FILE[form](log.read_bytes())
         assert scan.scan_chunks(_chunks(data)) == parse(sources.lines(_chunks(data))), f"{log.name} wrapped as {form}"
 
