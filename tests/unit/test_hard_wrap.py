@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, WILD, corpus_cases
+from conftest import CORPUS, REPRESENTATIVE, WILD, corpus_cases
 
 from advisor.ingest import sources
 from advisor.report.build import analyze
@@ -33,7 +33,10 @@ LOGS = [
         folder / Path(case["file"]).name,
         width,
         id=f"{case['id']}-{width}",
-        marks=[pytest.mark.xfail(reason=KNOWN[width, case["id"]], strict=True)] if (width, case["id"]) in KNOWN else [],
+        marks=(
+            [pytest.mark.xfail(reason=KNOWN[width, case["id"]], strict=True)] if (width, case["id"]) in KNOWN else []
+        )
+        + ([] if folder / Path(case["file"]).name in REPRESENTATIVE else [pytest.mark.exhaustive]),
     )
     for folder in (CORPUS, WILD)
     for case in corpus_cases(folder)

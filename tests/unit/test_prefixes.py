@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, WILD, analyze_fixture, corpus_cases, fixture_path
+from conftest import CORPUS, REPRESENTATIVE, WILD, analyze_fixture, corpus_cases, fixture_path
 
 from advisor.ingest import sources
 from advisor.report.build import analyze
@@ -20,7 +20,11 @@ PREFIXES = {
 UNLEARNABLE = {"025", "315", "2057", "3024", "4003", "4026", "6012", "6056", "7046", "8029", "9033"}
 LOGS = [
     pytest.param(
-        folder, case, id=case["id"], marks=[pytest.mark.xfail(strict=True)] if case["id"] in UNLEARNABLE else []
+        folder,
+        case,
+        id=case["id"],
+        marks=([pytest.mark.xfail(strict=True)] if case["id"] in UNLEARNABLE else [])
+        + ([] if folder / Path(case["file"]).name in REPRESENTATIVE else [pytest.mark.exhaustive]),
     )
     for folder in (CORPUS, WILD)
     for case in corpus_cases(folder)
