@@ -59,7 +59,10 @@ def require_module(name: str, install: str):
 def tool_module(path: str):
     """A script of tools/ loaded as a module (its folder on sys.path, as when it runs), never run."""
     script = ROOT / path
-    sys.path.insert(0, str(ROOT / "tools" / "wordings"))
+    # The wordings' harvest is shared by the tools of other folders (the stage map reads releases with it).
+    for folder in (ROOT / "tools" / "wordings", script.parent):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location(script.stem, script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

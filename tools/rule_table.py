@@ -17,10 +17,15 @@ def table() -> str:
 
 
 def with_table(readme: str) -> str:
-    """The README with its rule table (the block of lines from the header on) written anew."""
-    start = readme.index(HEADER)
+    """The README with its rule table written anew."""
+    return replaced_table(readme, HEADER, table())
+
+
+def replaced_table(readme: str, header: str, table: str) -> str:
+    """The README with the table that starts at `header` (its block of lines up to a blank one) replaced."""
+    start = readme.index(header)
     end = readme.index("\n\n", start) + 1
-    return readme[:start] + table() + readme[end:]
+    return readme[:start] + table + readme[end:]
 
 
 if __name__ == "__main__":

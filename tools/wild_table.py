@@ -7,6 +7,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from rule_table import replaced_table
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 WILD = ROOT / "fixtures" / "wild"
@@ -51,10 +53,8 @@ def table() -> str:
 
 
 def with_table(readme: str) -> str:
-    """The README with its wild corpus table (the block of lines from the header on) written anew."""
-    start = readme.index(HEADER)
-    end = readme.index("\n\n", start) + 1
-    return readme[:start] + table() + readme[end:]
+    """The README with its wild corpus table written anew."""
+    return replaced_table(readme, HEADER, table())
 
 
 if __name__ == "__main__":
