@@ -17,9 +17,9 @@ from advisor.ingest.unwrap import EMBEDDED_RECORD, ENVELOPE_START
 
 # Where vLLM's own text starts after a prefix: its envelope, a traceback's header, a frame.
 ANCHOR = re.compile(EMBEDDED_RECORD.pattern + r'|Traceback \(most recent call last\)|  File "[^"]+", line \d+')
-# A prefix is a tool's: short, seen before an anchor, and on most lines of the head.
+# A prefix is a tool's: short, seen before an anchor, starting two lines at least and most lines of the head.
 MAX_PREFIX = 160
-MIN_ANCHORED = 1
+MIN_LINES = 2
 MIN_SHARE = 0.5
 # Pods of one deployment each have their own prefix; more than this is not a per-line prefix.
 MAX_SHAPES = 8
@@ -48,11 +48,16 @@ def learn(texts: Iterable[str]) -> re.Pattern[str] | None:
             prefix = prefix[: tag.start()]
         if len(prefix) <= MAX_PREFIX and prefix[-1:].isspace() and prefix.strip() and not ANCHOR.search(prefix):
             shapes[shape(prefix)] += 1
-    common = [s for s, n in shapes.most_common(MAX_SHAPES) if n >= MIN_ANCHORED]
+    # A shape on one line only is that line's own text (frames a paste glued together), no tool's.
+    common = [s for s, _ in shapes.most_common(MAX_SHAPES) if _starts(re.compile(s), lines) >= MIN_LINES]
     if not common:
         return None
     learned = re.compile("|".join(f"(?:{s})" for s in common))
-    return learned if sum(bool(learned.match(text)) for text in lines) >= MIN_SHARE * len(lines) else None
+    return learned if _starts(learned, lines) >= MIN_SHARE * len(lines) else None
+
+
+def _starts(prefix: re.Pattern[str], lines: list[str]) -> int:
+    return sum(bool(prefix.match(text)) for text in lines)
 
 
 def shape(prefix: str) -> str:
