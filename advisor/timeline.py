@@ -251,7 +251,8 @@ def place(run: Run) -> list[Event]:
         stage, frames = stage_of_line.get(line, NO_STAGE)
         if stage == FOREIGN and kind == "exception":  # a script's own traceback: not vLLM failing
             continue
-        serving = stage == "serving" or _in_serving_loop(frames)  # by its frames, or by what it raised
+        # Its stage is already its frames' (or what it raised): only the serving loops' own frames are left to ask.
+        serving = stage == "serving" or not SERVING_LOOPS.isdisjoint(frames)
         phase = "runtime" if line >= runtime_from or serving else "startup"
         sized = sized or stage == "kv_sizing"  # an error raised while sizing: sizing had begun
         if not stage:
