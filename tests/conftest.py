@@ -86,6 +86,12 @@ def analyze_fixture(name: str, user_command: str | None = None) -> Report:
     return analyze(sources.lines(sources.read_chunks(str(path))), path.name, user_command)
 
 
+def verdict_of(data: bytes) -> tuple[str, str]:
+    """The phase and failure word of a log given as bytes (a real log reshaped by a test)."""
+    verdict = analyze(sources.lines([data]), "log").verdict
+    return verdict.phase, verdict.failure
+
+
 def fixture_line(name: str, number: int) -> str:
     """The cleaned text of one line of a real fixture."""
     for line in sources.lines(sources.read_chunks(str(fixture_path(name)))):

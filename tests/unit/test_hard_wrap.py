@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, REPRESENTATIVE, WILD, corpus_cases
-
-from advisor.ingest import sources
-from advisor.report.build import analyze
+from conftest import CORPUS, REPRESENTATIVE, WILD, corpus_cases, verdict_of
 
 # The widths operators' terminals wrap at in the threads (about 160 columns, and 120).
 WIDTHS = (120, 160)
@@ -42,11 +39,6 @@ LOGS = [
     for case in corpus_cases(folder)
     for width in WIDTHS
 ]
-
-
-def verdict_of(data: bytes) -> tuple[str, str]:
-    verdict = analyze(sources.lines([data]), "log").verdict
-    return verdict.phase, verdict.failure
 
 
 def hard_wrapped(data: bytes, width: int) -> bytes:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, REPRESENTATIVE, WILD, analyze_fixture, corpus_cases, fixture_path
+from conftest import CORPUS, REPRESENTATIVE, WILD, analyze_fixture, corpus_cases, fixture_path, verdict_of
 
 from advisor.ingest import sources
-from advisor.report.build import analyze
 
 # What tools print before each line: stern's pod and container, a log viewer's line number.
 PREFIXES = {
@@ -29,11 +28,6 @@ LOGS = [
     for folder in (CORPUS, WILD)
     for case in corpus_cases(folder)
 ]
-
-
-def verdict_of(data: bytes) -> tuple[str, str]:
-    verdict = analyze(sources.lines([data]), "log").verdict
-    return verdict.phase, verdict.failure
 
 
 def prefixed(data: bytes, prefix) -> bytes:
