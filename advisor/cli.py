@@ -279,7 +279,9 @@ def print_schema(argv: list[str]) -> int:
     names = ("report", "finding")
     if len(argv) > 1 or (argv and argv[0] not in names):
         return _error("usage: vllm-advisor schema [report|finding]")
-    text = (resources.files("advisor.report") / "schemas" / f"{argv[0] if argv else 'report'}.json").read_text()
+    text = (resources.files("advisor.report") / "schemas" / f"{argv[0] if argv else 'report'}.json").read_text(
+        encoding="utf-8"
+    )
     with writing("output"):
         sys.stdout.write(text)
         sys.stdout.flush()

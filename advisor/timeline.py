@@ -78,12 +78,12 @@ KV_SIZING_KINDS = {
 STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "ready"}
 # What a traceback's frames say about the stage it failed in: vLLM's functions by the stage they run
 # in, derived from every release's source by tools/stages/extract.py (innermost frame wins).
-_STAGES = json.loads(resources.files("advisor").joinpath("stages.json").read_text())
+_STAGES = json.loads(resources.files("advisor").joinpath("stages.json").read_text(encoding="utf-8"))
 STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {stage: frozenset(names) for stage, names in _STAGES["stages"].items()}
 # vLLM's raise messages by the stage whose functions alone raise them (tools/stages/raised.py): an
 # exception quoting one was raised in that stage, whatever frames the excerpt shows. Looked up by
 # their first RAISED_KEY characters (tools/stages/raised.py keeps none shorter).
-_RAISED = json.loads(resources.files("advisor").joinpath("raised.json").read_text())["stages"]
+_RAISED = json.loads(resources.files("advisor").joinpath("raised.json").read_text(encoding="utf-8"))["stages"]
 RAISED_KEY = 20
 RAISED_BY_START: dict[str, list[tuple[str, str]]] = {}
 for _stage, _starts in _RAISED.items():

@@ -112,7 +112,7 @@ def wait_for(condition, timeout: float) -> bool:
 
 def json_lines(path: Path) -> list[dict]:
     """The objects of a JSON-lines file a shipper writes; none before it exists."""
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
 
 def representative_logs() -> set[Path]:

@@ -87,7 +87,7 @@ def port_is_free(port: int) -> bool:
 def node_memory(node: int = 0) -> tuple[float, float] | None:
     """(available, total) GiB of a NUMA node, summed as vLLM's CPU backend does; None without NUMA info."""
     try:
-        lines = Path(f"/sys/devices/system/node/node{node}/meminfo").read_text().splitlines()
+        lines = Path(f"/sys/devices/system/node/node{node}/meminfo").read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
     kib = {parts[2].rstrip(":"): int(parts[3]) for parts in map(str.split, lines) if len(parts) >= 4}
@@ -137,7 +137,7 @@ def group_pids(pgid: int) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            stat = Path(f"/proc/{entry}/stat").read_text(encoding="utf-8")
         except OSError:
             continue  # exited while we looked
         # comm may contain spaces and parentheses: split after the last ')'.
@@ -151,7 +151,7 @@ def _group_rss(pgid: int) -> int:
     total = 0
     for pid in group_pids(pgid):
         try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE_SIZE
+            total += int(Path(f"/proc/{pid}/statm").read_text(encoding="utf-8").split()[1]) * _PAGE_SIZE
         except (OSError, IndexError):
             continue
     return total
@@ -259,7 +259,7 @@ def stop(server: Server, grace: float = 30) -> int | None:
 
 
 def _take_launch_lock(wait: float) -> IO[str]:
-    lock = open(LAUNCH_LOCK, "a")
+    lock = open(LAUNCH_LOCK, "a", encoding="utf-8")
     deadline = time.monotonic() + wait
     while True:
         try:

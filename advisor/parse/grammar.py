@@ -50,7 +50,7 @@ def terminal_notes(key: str) -> dict[str, Any]:
     notes: dict[str, Any] = {}
     for path in sorted(data_dir("grammars").glob("*.lark")):
         pending: dict[str, Any] = {}
-        for line in path.read_text().splitlines():
+        for line in path.read_text(encoding="utf-8").splitlines():
             if note := NOTE.match(line):
                 pending[note[1]] = json.loads(note[2])
             elif terminal := TERMINAL.match(line):
@@ -73,7 +73,7 @@ def message_parser() -> Lark:
 def _lalr_parser(file_name: str) -> Lark:
     """The LALR parser of a grammar file, its tables loaded from the user's cache when built before:
     building them takes longer than analysing a small log (lark checks the grammar's hash on load)."""
-    grammar = (data_dir("grammars") / file_name).read_text()
+    grammar = (data_dir("grammars") / file_name).read_text(encoding="utf-8")
     cache_file = _cache_file(grammar)
     if cache_file is not None:
         try:
@@ -231,7 +231,7 @@ def split_envelope(text: str, parse=_lark_parse) -> Envelope:
 
 @cache
 def _stages_json() -> dict:
-    return json.loads(resources.files("advisor").joinpath("stages.json").read_text())
+    return json.loads(resources.files("advisor").joinpath("stages.json").read_text(encoding="utf-8"))
 
 
 @cache

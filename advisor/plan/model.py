@@ -153,7 +153,7 @@ def load(model_dir: str | Path) -> ModelShape:
         raise PlanError(f"{model_dir}: not a folder (give the model's folder, with its config.json)")
     config_path = path / "config.json"
     try:
-        raw = json.loads(config_path.read_text())
+        raw = json.loads(config_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PlanError(f"{model_dir}: no config.json in the folder") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

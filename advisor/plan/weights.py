@@ -68,7 +68,7 @@ def read(model_dir: Path) -> Weights | None:
     index = model_dir / "model.safetensors.index.json"
     if index.is_file():
         try:
-            total = json.loads(index.read_text())["metadata"]["total_size"]
+            total = json.loads(index.read_text(encoding="utf-8"))["metadata"]["total_size"]
         except (OSError, ValueError, KeyError, TypeError):
             raise PlanError(f"{index}: no metadata.total_size") from None
         return Weights(int(total), 0, (), "model.safetensors.index.json metadata.total_size")

@@ -134,7 +134,7 @@ def load_rules(folder: Path | None = None) -> tuple[Rule, ...]:
     seen: dict[str, str] = {}
     for path in sorted(folder.glob("*.toml")):
         try:
-            rule = Rule.model_validate(tomllib.loads(path.read_text()))
+            rule = Rule.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
         except (ValueError, tomllib.TOMLDecodeError) as error:
             raise RuleSetError(f"{path.name}: {error}") from None
         if rule.code in seen:

@@ -36,7 +36,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
 @cache
 def table() -> dict:
     """{"releases": [oldest .. newest], "metrics": {family: {"type": ..., "spans": [[first, last], ...]}}}."""
-    return json.loads(resources.files(__package__).joinpath("names.json").read_text())
+    return json.loads(resources.files(__package__).joinpath("names.json").read_text(encoding="utf-8"))
 
 
 def release_names(version: str) -> dict[str, str]:

@@ -53,7 +53,7 @@ def load_metric_rules(folder: Path | None = None) -> tuple[MetricRule, ...]:
     rules: list[MetricRule] = []
     for path in sorted(folder.glob("*.toml")):
         try:
-            rule = MetricRule.model_validate(tomllib.loads(path.read_text()))
+            rule = MetricRule.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
         except (ValueError, tomllib.TOMLDecodeError) as error:
             raise RuleSetError(f"metrics/{path.name}: {error}") from None
         if path.stem != f"{rule.code}-{rule.name}":

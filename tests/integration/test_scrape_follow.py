@@ -52,7 +52,7 @@ def test_follow_polls_a_server_while_it_follows_the_log(tmp_path):
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
     out = tmp_path / "findings.ndjson"
-    with open(out, "w") as sink:
+    with open(out, "w", encoding="utf-8") as sink:
         follow = subprocess.Popen(
             [
                 sys.executable,

@@ -135,7 +135,7 @@ def events_in_background(monkeypatch):
 
 def written_json(pending: PendingReport, tmp_path) -> str:
     # A real file: a forked process writes to a descriptor, not into this process's memory.
-    with open(tmp_path / "report.json", "w+") as stream:
+    with open(tmp_path / "report.json", "w+", encoding="utf-8") as stream:
         pending.write_json(stream)
         stream.seek(0)
         return stream.read()
@@ -186,7 +186,7 @@ def test_reader_that_leaves_a_big_report_is_silent(log_of_many_events):
 @pytest.mark.exhaustive
 def test_a_writer_process_that_dies_is_one_line_error(generated_log, events_in_background, monkeypatch, tmp_path):
     monkeypatch.setattr(packed_report_module, "_write_all", lambda *args: os._exit(9))
-    with open(tmp_path / "out", "w") as stream, pytest.raises(background.ProcessDied):
+    with open(tmp_path / "out", "w", encoding="utf-8") as stream, pytest.raises(background.ProcessDied):
         PendingReport(plain_facts(generated_log), "generated.log").write_json(stream)
 
 

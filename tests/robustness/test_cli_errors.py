@@ -186,7 +186,10 @@ def wait_until_blocked(pid: int, channel: str, timeout: float = 60) -> None:
     """Until the child sleeps on a pipe (imports done; waiting for input, or for a reader of its output)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with open(f"/proc/{pid}/wchan") as wchan, open(f"/proc/{pid}/stat") as status:
+        with (
+            open(f"/proc/{pid}/wchan", encoding="utf-8") as wchan,
+            open(f"/proc/{pid}/stat", encoding="utf-8") as status,
+        ):
             waiting_on = wchan.read()  # "0" where the kernel hides it: then sleeping is all we know
             if (channel in waiting_on or waiting_on == "0") and status.read().split(") ")[1][0] == "S":
                 return

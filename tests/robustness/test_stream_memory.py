@@ -21,7 +21,7 @@ GENERATION = re.compile(rb"generation throughput: [\d.]+")
 
 
 def resident_kib() -> int:
-    for line in open("/proc/self/status"):
+    for line in open("/proc/self/status", encoding="utf-8"):
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError("no VmRSS in /proc/self/status")

@@ -59,7 +59,7 @@ def test_follow_lines_gives_what_follow_writes(capsys):
     with open(log, "rb") as stdin:
         import sys
 
-        saved, sys.stdin = sys.stdin, io.TextIOWrapper(io.BufferedReader(stdin))
+        saved, sys.stdin = sys.stdin, io.TextIOWrapper(io.BufferedReader(stdin), encoding="utf-8")
         try:
             assert main(["follow", "--format", "ndjson", "-"]) in (0, 1)
         finally:

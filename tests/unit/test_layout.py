@@ -23,7 +23,7 @@ def module_name(path: Path) -> str:
 def imported_modules(path: Path) -> set[str]:
     """The advisor modules a file imports (absolute imports, as the package writes them)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)

@@ -202,7 +202,7 @@ def test_journalctl_piped_to_stdin(monkeypatch, capsys):
         b"Nov 29 09:50:01 gpu-node-3 vllm[1234]: " + line
         for line in fixture_path("001").read_bytes().splitlines(keepends=True)
     )
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(wrapped))))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(wrapped)), encoding="utf-8"))
     assert cli.main(["--format", "json"]) == cli.EXIT_FAILURE
     report = json.loads(capsys.readouterr().out)
     assert (report["source"], report["verdict"]["failure"], report["verdict"]["line"]) == (

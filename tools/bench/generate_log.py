@@ -28,14 +28,14 @@ def parse_size(text: str) -> int:
 
 def startup_block(path: Path) -> list[str]:
     """The lines of a fixture up to and including the 'Application startup complete' line."""
-    lines = path.read_text().splitlines(keepends=True)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     end = next(i for i, line in enumerate(lines) if STARTUP_END in line)
     return lines[: end + 1]
 
 
 def failure_block(path: Path) -> list[str]:
     """What the failing fixture printed after its startup: the engine death and the shutdown."""
-    lines = path.read_text().splitlines(keepends=True)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     end = next(i for i, line in enumerate(lines) if STARTUP_END in line)
     return lines[end + 1 :]
 

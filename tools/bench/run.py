@@ -42,7 +42,7 @@ def measure(argv: list[str], stdin: Path | None = None) -> tuple[float, float]:
     """
     gnu_time = Path("/usr/bin/time")
     with (
-        tempfile.NamedTemporaryFile("r") as rss_file,
+        tempfile.NamedTemporaryFile("r", encoding="utf-8") as rss_file,
         tempfile.TemporaryFile() as sink,
         stdin.open("rb") if stdin else open(os.devnull, "rb") as source,
     ):

@@ -51,18 +51,18 @@ def capture(python: str, model: Path, max_model_len: int, kv_bytes: int, log_pat
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and server.process.poll() is None:
-            if any(marker in log_path.read_text(errors="replace") for marker in DONE_MARKERS):
+            if any(marker in log_path.read_text(encoding="utf-8", errors="replace") for marker in DONE_MARKERS):
                 break
             time.sleep(1)
         time.sleep(2)  # the rest of the error's traceback
     finally:
         live_server.stop(server)
-    return log_path.read_text(errors="replace")
+    return log_path.read_text(encoding="utf-8", errors="replace")
 
 
 def host_cpu_flags() -> list[str]:
     """The flags plan reads, of this machine's CPU: the capture runs vLLM here, so this host is the server."""
-    with open("/proc/cpuinfo") as handle:
+    with open("/proc/cpuinfo", encoding="utf-8") as handle:
         flags = next((set(line.split(":", 1)[1].split()) for line in handle if line.startswith("flags")), set())
     return [flag for flag in planner.CPU_FLAGS_READ if flag in flags]
 

@@ -93,7 +93,7 @@ def merge(per_release: dict[str, list[dict]]) -> list[dict]:
 
 def load_rules(path: Path = CURATION) -> list[dict]:
     """The curation rules, in order: the first whose `match` (and `call` and `file`, if given) fits decides."""
-    rules = tomllib.loads(path.read_text())["rule"]
+    rules = tomllib.loads(path.read_text(encoding="utf-8"))["rule"]
     for rule in rules:
         rule["pattern"] = re.compile(rule["match"])
     return rules
@@ -131,13 +131,13 @@ def build(per_release: dict[str, list[dict]], rules: list[dict]) -> list[dict]:
 
 
 def read(path: Path = CATALOGUE) -> list[dict]:
-    return json.loads(path.read_text()) if path.exists() else []
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
 
 
 def write(entries: list[dict], path: Path = CATALOGUE) -> None:
     # One entry a line: a new release's diff shows exactly which wordings came and went.
     lines = ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries)
-    path.write_text(f"[\n{lines}\n]\n")
+    path.write_text(f"[\n{lines}\n]\n", encoding="utf-8")
 
 
 def span(entries: list[dict]) -> str:
