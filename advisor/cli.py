@@ -14,6 +14,7 @@ from advisor import pipeline
 from advisor.command import CommandError
 from advisor.ingest import sources
 from advisor.plan.figures import PlanError
+from advisor.report.about import rule_page, tool_version
 from advisor.report.contract import Report
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.rules.schema import RuleSetError, load_rules
@@ -85,6 +86,7 @@ def analysis_parser() -> argparse.ArgumentParser:
         "Subcommands: 'explain CODE', 'rules', 'schema [report|finding]', 'follow', 'verify LOG', "
         "'plan MODEL_DIR' (see their --help).",
     )
+    parser.add_argument("--version", action="version", version=f"vllm-advisor {tool_version()}")
     parser.add_argument(
         "files",
         nargs="*",
@@ -241,7 +243,8 @@ def explain(argv: list[str]) -> int:
                 [
                     f"{metric.code} {metric.name} ({metric.phase}, {metric.severity}, failure: {metric.failure})",
                     f"reads: {', '.join(metric.reads)}",
-                    metric.explanation.strip(),
+                    metric.explanation,
+                    f"more: {rule_page(metric.code)}",
                 ]
             )
     if rule is None:
@@ -250,7 +253,8 @@ def explain(argv: list[str]) -> int:
         [
             f"{rule.code} {rule.name} ({rule.phase}, {rule.severity}, failure: {rule.failure})",
             f"versions: {rule.versions}",
-            rule.explanation.strip(),
+            rule.explanation,
+            f"more: {rule_page(rule.code)}",
             *[f"see: {reference}" for reference in rule.references],
         ]
     )

@@ -96,13 +96,16 @@ FOREIGN_FRAME = "~"
 LOGGED_IN = "@"
 # Beside it, when that call is a request handler's that answers the client with the error and goes on.
 ANSWERED = "!answered"
-# PyTorch's own frames that name a stage: torch.cuda.graph's capture, and the device context that
-# creates a model's tensors.
-TORCH_STAGE_FRAMES = {
+# Other packages' frames that name a stage: torch.cuda.graph's capture, the device context that
+# creates a model's tensors, and FastAPI's call of a route's endpoint (a request being served).
+FOREIGN_STAGE_FRAMES = {
     FOREIGN_FRAME + "capture_begin": "graph_capture",
     FOREIGN_FRAME + "capture_end": "graph_capture",
     FOREIGN_FRAME + "__torch_function__": "model_init",
+    FOREIGN_FRAME + "run_endpoint_function": "serving",
 }
+# Wrappers a worker's RPC dispatcher may call through before the method it was asked to run.
+PASS_THROUGH = {"decorate_context", "wrapper", "inner", "_wrapped_call_impl", "_call_impl"}
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
 # and whether or not the excerpt shows the server getting ready.
 SERVING_LOOPS = {
@@ -357,13 +360,16 @@ def _frame_name(fact: Fact) -> str:
 
 
 def stage_from_frames(frames: tuple[str, ...]) -> str:
-    if _rpc_asked(frames) in SERVING_RPCS:  # what the worker was asked to do outranks its inner frames
+    asked = _rpc_asked(frames)
+    # What the worker was asked to do outranks its inner frames. A method of another package (an RL
+    # framework's worker extension syncing weights) is asked of an engine already built.
+    if asked in SERVING_RPCS or (asked or "").startswith(FOREIGN_FRAME):
         return "serving"
     for function in reversed(frames):  # innermost frame first
         if function.startswith(LOGGED_IN):
             return function.removeprefix(LOGGED_IN)
-        if function in TORCH_STAGE_FRAMES:
-            return TORCH_STAGE_FRAMES[function]
+        if function in FOREIGN_STAGE_FRAMES:
+            return FOREIGN_STAGE_FRAMES[function]
         for stage, names in STAGE_BY_FUNCTION.items():
             if function in names:
                 return stage
@@ -383,12 +389,13 @@ def raised_stage(text: Mapping[str, str]) -> str:
 
 
 def _rpc_asked(frames: tuple[str, ...]) -> str | None:
-    """The frame of the method a worker's RPC dispatcher ran (see RPC_DISPATCHERS), if the traceback shows it."""
+    """The frame of the method a worker's RPC dispatcher ran (see RPC_DISPATCHERS), if the traceback shows
+    it: vLLM's own, or another package's (marked foreign)."""
     dispatched = False
     for function in frames:  # outermost first
         if function in RPC_DISPATCHERS:
             dispatched = True
-        elif dispatched and not function.startswith(FOREIGN_FRAME):
+        elif dispatched and function.removeprefix(FOREIGN_FRAME) not in PASS_THROUGH:
             return function
     return None
 

@@ -1,8 +1,9 @@
-"""The README's table: each tiny architecture, what `plan` predicts, and what vLLM printed in the captured log.
+"""The plan page's table (docs/plan.md): each tiny architecture, what `plan` predicts, and what vLLM printed
+in the captured log.
 
     python tools/plan_table.py            # prints the Markdown table from fixtures/plan
 
-A test keeps the README's copy equal to this output, so a change in plan or in the fixtures shows up.
+A test keeps the page's copy equal to this output, so a change in plan or in the fixtures shows up.
 """
 
 from __future__ import annotations

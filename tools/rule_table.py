@@ -1,32 +1,37 @@
-"""Write the README's rule table from the rule files: `python tools/rule_table.py`."""
+"""Write the rule index's table (docs/rules/index.md) from the rule files: `python tools/rule_table.py`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from advisor.rules.schema import load_rules
+from advisor.scrape.rules import load_metric_rules
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "rules" / "index.md"
 HEADER = "| code | name | phase | severity | failure | evidence |"
 
 
 def table() -> str:
     rows = [HEADER, "| --- | --- | --- | --- | --- | --- |"]
-    rows += [f"| {r.code} | {r.name} | {r.phase} | {r.severity} | `{r.failure}` | {r.evidence} |" for r in load_rules()]
+    shown = [(rule, rule.evidence) for rule in load_rules()] + [(rule, "metrics") for rule in load_metric_rules()]
+    rows += [
+        f"| [{r.code}]({r.code}.md) | {r.name} | {r.phase} | {r.severity} | `{r.failure}` | {evidence} |"
+        for r, evidence in shown
+    ]
     return "\n".join(rows) + "\n"
 
 
-def with_table(readme: str) -> str:
-    """The README with its rule table written anew."""
-    return replaced_table(readme, HEADER, table())
+def with_table(page: str) -> str:
+    """The page with its rule table written anew."""
+    return replaced_table(page, HEADER, table())
 
 
-def replaced_table(readme: str, header: str, table: str) -> str:
-    """The README with the table that starts at `header` (its block of lines up to a blank one) replaced."""
-    start = readme.index(header)
-    end = readme.index("\n\n", start) + 1
-    return readme[:start] + table + readme[end:]
+def replaced_table(page: str, header: str, table: str) -> str:
+    """The page with the table that starts at `header` (its lines up to a blank one or the end) replaced."""
+    start = page.index(header)
+    end = page.find("\n\n", start) + 1 or len(page)
+    return page[:start] + table + page[end:]
 
 
 if __name__ == "__main__":
-    README.write_text(with_table(README.read_text()))
+    PAGE.write_text(with_table(PAGE.read_text(encoding="utf-8")), encoding="utf-8")

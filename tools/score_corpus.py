@@ -1,11 +1,11 @@
-"""Score the advisor on labelled logs: verdicts right and labelled facts found (the README's first-sight figure).
+"""Score the advisor on labelled logs: verdicts right and labelled facts found (docs/accuracy.md's first-sight figure).
 
     python tools/score_corpus.py fixtures/corpus               # every case
     python tools/score_corpus.py ../shared/corpus 002 004 006  # some cases, e.g. the ones just added
 
 A verdict is right when its phase equals the label and its failure is in the case's `accept`; a fact
 is found when its labelled value is among the report's events. Run it on new logs before changing
-anything for them, and record the figure in the README's accuracy table.
+anything for them, and record the figure in the accuracy table of docs/accuracy.md.
 """
 
 from __future__ import annotations

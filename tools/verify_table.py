@@ -1,8 +1,9 @@
-"""The README's table of live scenarios (scenario -> advice -> outcome -> startup -> TTFT), from the live tier.
+"""The verify page's table (docs/verify.md) of live scenarios (scenario -> advice -> outcome -> startup -> TTFT),
+from the live tier.
 
 `VLLM_ADVISOR_RECORD=1 pytest -m live tests/live/test_verify_scenarios.py` measures the rows into
 fixtures/verify-scenarios.json and rewrites the table; `python tools/verify_table.py` rewrites it
-from the recorded rows; the fast tier checks that the README shows exactly what was recorded."""
+from the recorded rows; the fast tier checks that the page shows exactly what was recorded."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from advisor.live import launch  # noqa: E402  (needs the repo on sys.path first
 from advisor.live import verify as live  # noqa: E402
 
 RESULTS = ROOT / "fixtures/verify-scenarios.json"
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "verify.md"
 START, END = "<!-- verify-table: start (tools/verify_table.py) -->", "<!-- verify-table: end -->"
 
 
@@ -66,14 +67,14 @@ def block(rows: list[dict]) -> str:
     return f"{START}\n{render(rows)}\n{END}"
 
 
-def shown_in_readme(text: str) -> str:
+def shown_in_page(text: str) -> str:
     return text[text.index(START) : text.index(END) + len(END)]
 
 
-def write_readme(rows: list[dict]) -> None:
-    text = README.read_text()
-    README.write_text(text.replace(shown_in_readme(text), block(rows)))
+def write_page(rows: list[dict]) -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    PAGE.write_text(text.replace(shown_in_page(text), block(rows)), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    write_readme(json.loads(RESULTS.read_text()))
+    write_page(json.loads(RESULTS.read_text()))

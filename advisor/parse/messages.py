@@ -58,8 +58,9 @@ PROFILE_FACTS = {
 }
 
 
-# A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py").
-VLLM_PATH = re.compile(r"[/\\]vllm[/\\]")
+# A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py"), or
+# in a platform plugin's, whose workers and model runners subclass vLLM's and keep their functions' names.
+VLLM_PATH = re.compile(r"[/\\]vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
 
 
 def _numbers(children) -> list[Number]:
@@ -120,7 +121,8 @@ class ToFacts(Transformer):
         return _named(("gpu_index", "total_gpu_gib", "free_gpu_gib"), c)
 
     def oom_old(self, c):
-        return _named(("gpu_index", "total_gpu_gib", "allocated_gib", "free_gpu_gib"), c)
+        index, total, allocated, *_, free = _numbers(c)  # torch_npu adds "current active" before "free"
+        return {"gpu_index": index, "total_gpu_gib": total, "allocated_gib": allocated, "free_gpu_gib": free}
 
     def profile_pair(self, c):
         name = PROFILE_FACTS.get(str(c[0]))
@@ -331,6 +333,9 @@ class ToFacts(Transformer):
 
     def http_error(self, c):
         return {"values": _named(("http_status",), c)}
+
+    def shm_wait(self, c):
+        return {"values": _named(("wait_seconds",), c)}
 
     def ready(self, c):
         return {"values": _named(("init_seconds",), c)}

@@ -99,7 +99,7 @@ class RunContext:
         names["exception"] = text.get("type", "")
         names["root_cause"] = self.root_cause if line >= self.root_cause_from else None
         names["shutting_down"] = line >= self.shutdown_from
-        names["at_end"] = line > self.progress_until  # nothing after it shows vLLM going on
+        names["at_end"] = line >= self.progress_until  # nothing after it shows vLLM going on
         for name in RUN_WIDE:
             names.pop(name, None)
         return names

@@ -77,7 +77,22 @@ class Case(BaseModel):
     note: str = ""
 
 
-class Rule(BaseModel):
+class Documented(BaseModel):
+    """What a rule's page and `explain` say: what it detects, why it matters, the fix and its trade-offs."""
+
+    detects: str = Field(min_length=1)
+    why: str = Field(min_length=1)
+    fix: str = Field(min_length=1)
+    tradeoffs: str = Field(min_length=1)
+
+    @property
+    def explanation(self) -> str:
+        labels = ("What it detects", "Why", "Fix", "Trade-offs")
+        sections = zip(labels, (self.detects, self.why, self.fix, self.tradeoffs))
+        return "\n\n".join(f"{label}: {text.strip()}" for label, text in sections)
+
+
+class Rule(Documented):
     """A rule file: what it detects, when, what to say and what to change, and the logs that show it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -92,7 +107,6 @@ class Rule(BaseModel):
     remediations: list[Remediation] = Field(default_factory=list)
     versions: str
     references: list[str] = Field(default_factory=list)
-    explanation: str
     fallback: bool = False  # only when no other error or warning explains the run
     overridden_by: list[str] = Field(default_factory=list)
     remediations_from: str | None = None  # share another rule's ranked remediations

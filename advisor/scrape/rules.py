@@ -8,19 +8,19 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from advisor.parse.grammar import data_dir
 from advisor.report.build import ranked_remediations
 from advisor.report.contract import Finding
 from advisor.rules.expressions import ExpressionError, compile_expression, evaluate
 from advisor.rules.render import render
-from advisor.rules.schema import Failure, Remediation, RuleSetError
+from advisor.rules.schema import Documented, Failure, Remediation, RuleSetError
 
 log = logging.getLogger(__name__)
 
 
-class MetricRule(BaseModel):
+class MetricRule(Documented):
     """A metric rule file: the log rules' fields, less the events, plus what it reads and names as bottleneck."""
 
     model_config = ConfigDict(extra="forbid")
@@ -35,7 +35,6 @@ class MetricRule(BaseModel):
     when: str
     message: list[str]
     remediations: list[Remediation] = Field(default_factory=list)
-    explanation: str
 
     @field_validator("when")
     @classmethod

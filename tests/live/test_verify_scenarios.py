@@ -1,7 +1,7 @@
 """`verify` on every live scenario: a real failing run (or its bundled capture), the advice, a real relaunch.
 
 With VLLM_ADVISOR_RECORD=1 each scenario's measured row goes to fixtures/verify-scenarios.json as it passes, and
-the README's table is regenerated from the rows (tools/verify_table.py)."""
+the verify page's table is regenerated from the rows (tools/verify_table.py)."""
 
 from __future__ import annotations
 
@@ -162,11 +162,11 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
 
 
 def record(row: dict) -> None:
-    """The scenario's row into the recorded rows (in the scenarios' order) and the README's table, at once:
+    """The scenario's row into the recorded rows (in the scenarios' order) and the verify page's table, at once:
     an interrupted session keeps what it measured."""
     recorded = json.loads(verify_table.RESULTS.read_text()) if verify_table.RESULTS.exists() else []
     rows = {r["scenario"]: r for r in recorded}
     rows[row["scenario"]] = row
     ordered = [rows[s.name] for s in SCENARIOS if s.name in rows]
     verify_table.RESULTS.write_text(json.dumps(ordered, indent=2) + "\n")
-    verify_table.write_readme(ordered)
+    verify_table.write_page(ordered)

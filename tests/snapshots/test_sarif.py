@@ -54,9 +54,9 @@ def test_driver_lists_every_rule_with_its_explanation():
     for rule in load_rules():
         entry = by_id[rule.code]
         assert entry["name"] == rule.name
-        assert entry["fullDescription"]["text"] == rule.explanation.strip()
-        assert not entry["shortDescription"]["text"].startswith("What it detects")
-        assert entry.get("helpUri") == (rule.references[0] if rule.references else None)
+        assert entry["fullDescription"]["text"] == rule.explanation
+        assert entry["shortDescription"]["text"] == " ".join(rule.detects.split())
+        assert entry["helpUri"] == f"https://vllm-advisor.readthedocs.io/en/latest/rules/{rule.code}/"
 
 
 def test_results_carry_rule_level_line_and_the_fix():

@@ -21,7 +21,7 @@ WIDTHS = (80, 120)
 # What may start at the margin: the blocks of the report. Anything else there is a wrapped line that lost its indent.
 BLOCK_STARTS = re.compile(
     r"(vllm-advisor: |(STARTUP|RUNTIME) FAILURE: |healthy: |no vLLM log lines"
-    r"|Numbers from the log$|Run at a glance: |What to change |Corrected command "
+    r"|Numbers from the log$|Run at a glance: |What to change |More on [SRHM]\d+: |Corrected command "
     r"|Change to the launch command |(error|warning|info) line \d+: |─)"
 )
 

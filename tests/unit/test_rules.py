@@ -109,13 +109,25 @@ VALID = """
     event = ["kv_cache_error"]
     message = ["x"]
     versions = "all"
-    explanation = "x"
+    detects = "x"
+    why = "x"
+    fix = "x"
+    tradeoffs = "x"
 """
 
 
 def test_rule_files_reject_unknown_keys(tmp_path):
     write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID + 'colour = "red"\n')
     with pytest.raises(RuleSetError, match="colour"):
+        load_rules(tmp_path)
+
+
+def test_rule_files_reject_a_missing_or_empty_page_section(tmp_path):
+    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID.replace('fix = "x"', 'fix = ""'))
+    with pytest.raises(RuleSetError, match="fix"):
+        load_rules(tmp_path)
+    write_rule(tmp_path, "S101-kv-cache-insufficient.toml", VALID.replace('tradeoffs = "x"', ""))
+    with pytest.raises(RuleSetError, match="tradeoffs"):
         load_rules(tmp_path)
 
 
@@ -142,9 +154,9 @@ def test_rule_files_reject_unknown_failure_words(tmp_path):
 def test_readme_rule_table_is_the_rule_files():
     # The table is written from the rule files: a rule added, renamed or regraded shows here first.
     sys.path.insert(0, str(ROOT / "tools"))
-    from rule_table import README, with_table
+    from rule_table import PAGE, with_table
 
-    assert README.read_text() == with_table(README.read_text()), "stale: run python tools/rule_table.py"
+    assert PAGE.read_text() == with_table(PAGE.read_text()), "stale: run python tools/rule_table.py"
 
 
 def test_derived_names_are_what_arithmetic_derives():

@@ -32,6 +32,8 @@ MAX_CALLERS = 20
 # How many calls deep from an entry point a function still counts as the stage's: further down,
 # the merged names lead everywhere.
 MAX_DEPTH = 3
+# Names a frame shows that place nothing: a decorator's inner function, defined in many files at once.
+GENERIC_NAMES = {"wrapper", "inner", "wrapped", "_wrapper", "decorator", "func", "fn"}
 # Where each stage begins in vLLM's code, by function name (those a release lacks are skipped).
 ENTRY_POINTS = {
     "model_init": (
@@ -134,7 +136,8 @@ def build(per_release: dict[str, dict[str, list[str]]]) -> tuple[dict[str, list[
             placed[name] |= stages
     by_stage: dict[str, list[str]] = {stage: [] for stage in ENTRY_POINTS}
     for name in sorted(placed):
-        if len(placed[name]) == 1:
+        # A dunder (`__call__` of a hundred classes) or a decorator's inner function places no frame.
+        if len(placed[name]) == 1 and not name.startswith("__") and name not in GENERIC_NAMES:
             by_stage[next(iter(placed[name]))].append(name)
     return by_stage, counts
 

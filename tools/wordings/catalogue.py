@@ -1,5 +1,5 @@
 """The catalogue: the topical templates of all releases, their release range, family and curated verdict;
-and the README's coverage table made from it."""
+and the coverage page's table (docs/coverage.md) made from it."""
 
 from __future__ import annotations
 

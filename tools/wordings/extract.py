@@ -2,7 +2,7 @@
 
     python tools/wordings/extract.py            fetch the releases not cached yet, rebuild the catalogue
     python tools/wordings/extract.py --offline  rebuild from the cache only (no download)
-    python tools/wordings/extract.py --table    print the README's coverage table from the catalogue
+    python tools/wordings/extract.py --table    print the coverage page's table from the catalogue
 
 Archives are read in memory and deleted at once; tools/wordings/.cache keeps each release's messages.
 """

@@ -1,9 +1,9 @@
 """Build fixtures/wordings/records.json: every logger call of every vLLM release (0.1.0 - 0.33.0), with its
 level, module, function and the releases that carry it, and fixtures/wordings/raises.json: every raise with a
-message, with its exception class; print the README's table of them.
+message, with its exception class; print the coverage page's table of them.
 
     python tools/wordings/records.py           rebuild from the harvested releases (tools/wordings/.cache)
-    python tools/wordings/records.py --table   print the README's table from records.json
+    python tools/wordings/records.py --table   print the coverage page's table from records.json
 
 tests/unit/test_records_catalogue.py prints each as vLLM's logger would in its release and checks that
 the advisor recognises it as a vLLM record from its envelope and source file (advisor/parse/records.py),
@@ -121,7 +121,7 @@ def recognised(record: dict) -> bool:
 
 
 def table(records: list[dict], catalogue: list[dict], raises: list[dict]) -> str:
-    """The README's table: logger calls by level, each recognised as a record, some by a fact of its own;
+    """The coverage page's table: logger calls by level, each recognised as a record, some by a fact of its own;
     and the raises, each read as an exception of its class."""
     by_level = Counter(r["level"] for r in records)
     known = Counter(r["level"] for r in records if recognised(r))
@@ -150,7 +150,7 @@ def table(records: list[dict], catalogue: list[dict], raises: list[dict]) -> str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", action="store_true", help="print the README's table and stop")
+    parser.add_argument("--table", action="store_true", help="print the coverage page's table and stop")
     args = parser.parse_args(argv)
     if not args.table:
         versions = sorted((p.stem for p in CACHE.glob("*.json")), key=version_key)

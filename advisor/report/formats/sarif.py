@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from advisor.report.about import rule_page, tool_version
 from advisor.report.contract import Finding, Report
 from advisor.report.formats.summary import command_title
 from advisor.rules.schema import Rule, load_rules
@@ -18,7 +18,6 @@ INFORMATION_URI = "https://pypi.org/project/vllm-advisor/"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 # Code-scanning tools match results across runs by this key; versioned so a change of recipe is visible.
 FINGERPRINT_KEY = "vllmAdvisorLine/v1"
-DETECTS_LABEL = "What it detects:"
 
 
 def render(reports: list[Report]) -> str:
@@ -49,13 +48,6 @@ def sarif_log(reports: list[Report]) -> dict:
     }
 
 
-def tool_version() -> str:
-    try:
-        return version("vllm-advisor")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
-
-
 def descriptor(rule: Rule) -> dict:
     entry = {
         "id": rule.code,
@@ -65,17 +57,13 @@ def descriptor(rule: Rule) -> dict:
         "defaultConfiguration": {"level": LEVEL[rule.severity]},
         "properties": {"phase": rule.phase, "failure": rule.failure, "versions": rule.versions},
     }
-    if rule.references:
-        entry["helpUri"] = rule.references[0]
+    entry["helpUri"] = rule_page(rule.code)
     return entry
 
 
 def short_description(rule: Rule) -> str:
-    """The explanation's first paragraph ("What it detects: ..."), which is one sentence by convention."""
-    paragraph = rule.explanation.strip().split("\n\n", 1)[0]
-    text = " ".join(paragraph.split()).removeprefix(DETECTS_LABEL).strip()
-    # Splitting on the first full stop would cut quoted log wordings that contain "...".
-    return (text[:1].upper() + text[1:]) if text else rule.name
+    """What the rule detects, one sentence by convention (splitting on a full stop would cut a quoted "...")."""
+    return " ".join(rule.detects.split())
 
 
 def result(report: Report, finding: Finding, index: dict[str, int]) -> dict:

@@ -12,6 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from advisor.command import shows_as_is, wrapped
+from advisor.report.about import rule_page
 from advisor.report.contract import Finding, Report
 from advisor.report.formats import sparklines
 from advisor.report.formats.summary import EVIDENCE, KEY_FACTS, command_title, top_finding
@@ -94,6 +95,8 @@ def write(out: Console, report: Report) -> None:
         else:
             # A terminal would hide or reorder such characters: what is seen is not what is pasted.
             out.print("  not shown: it holds control or invisible characters; see --format json")
+    if top is not None:
+        out.print(f"More on {top.rule}: {rule_page(top.rule)}", markup=False, soft_wrap=True)
     for finding in findings:
         if finding is not top:
             # The message wraps under itself, not at the margin where the next finding starts.
