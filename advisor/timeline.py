@@ -40,9 +40,10 @@ SERVING_KINDS = {
     "request_added",
     "offline_progress",
 }
-# An engine that is dead to its requests, or whose serving loop failed, was serving: an excerpt that
-# shows one before any startup step began after readiness (but neither is progress).
-DEATH_WHILE_SERVING_KINDS = {"engine_dead", "engine_loop_failed"}
+# An engine that is dead to its requests, or whose serving loop failed, was serving, and uvicorn shuts
+# down an application only after starting it: an excerpt that shows one before any startup step began
+# after readiness (but none of them is progress).
+DEATH_WHILE_SERVING_KINDS = {"engine_dead", "engine_loop_failed", "app_shutdown"}
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {
     "engine_config",

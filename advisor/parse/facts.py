@@ -79,7 +79,17 @@ def plausible(value: Number) -> bool:
 
 
 # Bytes per unit; logs say GB where vLLM computed GiB, so GB counts as GiB.
-_UNIT_BYTES = {"GiB": 2**30, "Gib": 2**30, "GB": 2**30, "MiB": 2**20, "MB": 2**20, "KiB": 2**10, "KB": 2**10, "B": 1}
+_UNIT_BYTES = {
+    "GiB": 2**30,
+    "Gib": 2**30,
+    "GB": 2**30,
+    "MiB": 2**20,
+    "MB": 2**20,
+    "KiB": 2**10,
+    "KB": 2**10,
+    "B": 1,
+    "bytes": 1,
+}
 _SIZE = re.compile(r"(-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z]+)?")
 # Bound what ast.literal_eval sees: a crafted args line must not exhaust memory or recursion.
 MAX_ARGS_TEXT = 64 * 1024

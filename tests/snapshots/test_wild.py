@@ -45,6 +45,7 @@ KNOWN_WRONG: dict[str, str] = {
     "8071": "only the V0 client's idle DEBUG loop ('Waiting for output from MQLLMEngine'): the hang is in the thread",
     "10018": "a request's traceback cut at the handler's call: one that reaches starlette is most often the engine's",
     "10049": "a hard-wrapped worker traceback whose only frame, DeepGEMM's warm-up, is split across two lines",
+    "11028": "Unsloth's 'Stdout stream ended before readiness message detected': a supervisor's words, not vLLM's",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -56,6 +57,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "8029": "gpu_memory_utilization and max_model_len are in the notebook's own LLM(...) call, not vLLM's output",
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
     "10050": "the Gaudi fork's 'Loading model weights took 15.05 GiB of device memory (... GiB/30.15 GiB used)'",
+    "11007": "the launch command is in the shell's 'Aborted (core dumped)' line, its flags abbreviated",
 }
 
 
