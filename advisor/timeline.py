@@ -105,6 +105,9 @@ FOREIGN_STAGE_FRAMES = {
     FOREIGN_FRAME + "__torch_function__": "model_init",
     FOREIGN_FRAME + "run_endpoint_function": "serving",
 }
+# vLLM's checks of one request's input (its length above all): an error raised in them rejects that
+# request, which the server answers with an error (an offline run's script gets it raised).
+REQUEST_VALIDATORS = {"_validate_model_inputs", "_validate_model_input", "_validate_input"}
 # Wrappers a worker's RPC dispatcher may call through before the method it was asked to run.
 PASS_THROUGH = {"decorate_context", "wrapper", "inner", "_wrapped_call_impl", "_call_impl"}
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
@@ -329,7 +332,10 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             if not frames_so_far or not frames_so_far[0].startswith((LOGGED_IN, ANSWERED)):
                 frames_so_far[:0] = logged
         if kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
-            open_frames.setdefault(process, []).append(_frame_name(fact))
+            frames_so_far = open_frames.setdefault(process, [])
+            frames_so_far.append(name := _frame_name(fact))
+            if name in REQUEST_VALIDATORS and ANSWERED not in frames_so_far:
+                frames_so_far.insert(0, ANSWERED)
             foreign[process] = foreign.get(process, False) and fact.text.get("package") != "vllm"
         elif kind == "exception_chain" and process in last_exception:
             causes[process] = last_exception[process]
@@ -367,6 +373,8 @@ def stage_from_frames(frames: tuple[str, ...]) -> str:
     if asked in SERVING_RPCS or (asked or "").startswith(FOREIGN_FRAME):
         return "serving"
     for function in reversed(frames):  # innermost frame first
+        if function in REQUEST_VALIDATORS:
+            return "serving"
         if function.startswith(LOGGED_IN):
             return function.removeprefix(LOGGED_IN)
         if function in FOREIGN_STAGE_FRAMES:
