@@ -13,6 +13,7 @@ from pathlib import Path
 
 from advisor import pipeline
 from advisor.command import apply, wrapped
+from advisor.ingest import sources
 from advisor.live.ladder import ladder, ladder_knob, render_ladder
 from advisor.live.launch import (
     CannotRun,
@@ -27,6 +28,7 @@ from advisor.live.launch import (
     shown,
     vllm_python,
 )
+from advisor.live.patience import readiness_timeout
 from advisor.plan.figures import PlanError
 from advisor.report.contract import Report
 from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
@@ -156,7 +158,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cmd", help="check this command instead of the corrected one")
     parser.add_argument("--model", help="serve this local copy of the model instead of the path the command names")
     parser.add_argument("--python", help="python of the vLLM environment (or VLLM_ADVISOR_VLLM_PYTHON)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for readiness")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for readiness (default: twice what the log took to reach its failure, plus a minute; "
+        "at least 120, and 300 when the log shows no timestamps)",
+    )
     parser.add_argument(
         "--load", type=int, default=0, help="concurrent requests after readiness; the original command is measured too"
     )
@@ -172,6 +179,9 @@ def main(argv: list[str]) -> int:
         except PlanError:  # a model plan cannot read may still serve: the log's own advice is checked
             report = pipeline.analyze(args.log, name=args.log)
         command, python = command_to_check(report, args.cmd), vllm_python(args.python)
+        if args.timeout is None:
+            log = sources.lines(sources.read_chunks(args.log))
+            args.timeout = readiness_timeout(log, report.verdict.line if report.failed else None)
         server_args(command, args.model)  # refuse anything but vLLM before launching anything
         # The new logs are kept: they are the evidence the operator may want to read or attach.
         workdir = Path(args.log_dir) if args.log_dir else Path(tempfile.mkdtemp(prefix="vllm-advisor-verify-"))
