@@ -6,6 +6,7 @@ import json
 import math
 from dataclasses import asdict
 from pathlib import Path
+from typing import TextIO
 
 from advisor.command import apply
 from advisor.live.launch import (
@@ -32,6 +33,7 @@ def ladder(
     load: int = 0,
     model: str | None = None,
     model_limit: int | None = None,
+    progress: TextIO | None = None,
 ) -> list[Round]:
     """Raise the fix's knob (--max-model-len, or --max-num-seqs for a concurrency fix) step by step while
     the server stays fixed, never past the model's length limit; stop at the first round that fails
@@ -41,7 +43,14 @@ def ladder(
     argv = start
     for _ in range(rounds):
         result = launch(
-            argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens, model=model
+            argv,
+            python,
+            workdir,
+            timeout,
+            load=load or _sequences(argv),
+            max_tokens=max_tokens,
+            model=model,
+            progress=progress,
         )
         previous = results[-1] if results else None
         if (
@@ -53,7 +62,14 @@ def ladder(
             )
         ):
             result = launch(
-                argv, python, workdir, timeout, load=load or _sequences(argv), max_tokens=max_tokens, model=model
+                argv,
+                python,
+                workdir,
+                timeout,
+                load=load or _sequences(argv),
+                max_tokens=max_tokens,
+                model=model,
+                progress=progress,
             )
             result.note = "launched twice: the machine's memory changed"
         results.append(result)

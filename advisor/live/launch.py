@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from advisor import pipeline
 from advisor.command import API_SERVER, apply
@@ -113,10 +114,12 @@ def launch(
     max_tokens: int = 16,
     port: int | None = None,
     model: str | None = None,
+    progress: TextIO | None = None,
 ) -> Round:
     """Start vLLM, wait for readiness, send requests, stop it cleanly, analyse its log.
 
-    `port` is the one the command must serve on (a port fix); else any free one is used."""
+    `port` is the one the command must serve on (a port fix); else any free one is used. `progress`, a
+    terminal, is shown how long the wait has lasted and the stage the new log has reached."""
     args, served = server_args(argv, model)
     result = Round(command=shlex.join(argv), outcome="still failing")
     if port is not None and not live_server.port_is_free(port):
@@ -129,7 +132,10 @@ def launch(
     server = live_server.start(python, args, log_path, port or live_server.free_port())
     result.port = server.port
     try:
-        ready = live_server.wait_ready(server, timeout)
+        waiting = Waiting(log_path, progress) if progress is not None else None
+        ready = live_server.wait_ready(server, timeout, waiting)
+        if waiting is not None:
+            waiting.clear()
         result.startup_seconds = round(ready.seconds, 1)
         if ready.state == "timeout":
             result.outcome = "timed out"
@@ -155,6 +161,27 @@ def launch(
     elif result.completion_status == 200 and not report.failed and not result.preemptions:
         result.outcome = "fixed"
     return result
+
+
+class Waiting:
+    """One line on a terminal, rewritten in place: the seconds waited and the stage the log has reached."""
+
+    EVERY_SECONDS = 5.0  # the log is analysed again at most this often
+
+    def __init__(self, log_path: Path, terminal: TextIO):
+        self.log_path, self.terminal, self.shown_at = log_path, terminal, -math.inf
+
+    def __call__(self, seconds: float) -> None:
+        if seconds - self.shown_at < self.EVERY_SECONDS:
+            return
+        self.shown_at = seconds
+        stage = stage_reached(pipeline.analyze(self.log_path, name=self.log_path.name))
+        self.terminal.write(f"\r  waiting for vLLM: {seconds:.0f} s, {stage}\x1b[K")
+        self.terminal.flush()
+
+    def clear(self) -> None:
+        self.terminal.write("\r\x1b[K")
+        self.terminal.flush()
 
 
 def stage_reached(report: Report) -> str:

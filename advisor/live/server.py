@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -170,10 +171,13 @@ def peak_rss(server: Server) -> int:
     return server.peak_rss_bytes
 
 
-def wait_ready(server: Server, timeout: float) -> Readiness:
-    """Poll GET /health until it answers 200, the server exits, or timeout passes."""
+def wait_ready(server: Server, timeout: float, on_poll: Callable[[float], None] | None = None) -> Readiness:
+    """Poll GET /health until it answers 200, the server exits, or timeout passes; `on_poll` is told the
+    seconds waited so far at each poll."""
     began = time.monotonic()
     while time.monotonic() - began < timeout:
+        if on_poll is not None:
+            on_poll(time.monotonic() - began)
         code = server.process.poll()
         if code is not None:
             return Readiness("exited", code, time.monotonic() - began)

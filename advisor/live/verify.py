@@ -10,6 +10,7 @@ import tempfile
 import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from advisor import pipeline
 from advisor.command import apply, wrapped
@@ -73,6 +74,7 @@ def verify(
     load: int = 0,
     max_tokens: int = 64,
     model: str | None = None,
+    progress: TextIO | None = None,
 ) -> Verification:
     """Launch the fix (and, with a load, the original command first when its log shows it serving);
     a verdict that changes while the machine's memory changed too is retried once."""
@@ -83,12 +85,12 @@ def verify(
     if model:
         check.notes.append(f"model served from {model}")
     if load and original and original != argv and report.verdict.phase != "startup":
-        check.before = launch(original, python, workdir, timeout, load, max_tokens, model=model)
+        check.before = launch(original, python, workdir, timeout, load, max_tokens, model=model, progress=progress)
         baseline = (check.before.free_memory_gib, check.before.total_memory_gib)
         before_failure = failure_of(check.before)
         argv = advised_sequences(argv, original, report, check)
     port = fix_port(original, argv)
-    check.after = launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model)
+    check.after = launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model, progress=progress)
     after_memory = (check.after.free_memory_gib, check.after.total_memory_gib)
     if (
         check.after.outcome == "still failing"
@@ -96,7 +98,9 @@ def verify(
         and memory_changed(baseline, after_memory)
     ):
         check.notes.append(machine_changed(baseline, after_memory))
-        check.after = launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model)
+        check.after = launch(
+            argv, python, workdir, timeout, load, max_tokens, port=port, model=model, progress=progress
+        )
     if check.before:
         check.notes += trade_offs(check.before, check.after)
     return check
@@ -179,6 +183,8 @@ def main(argv: list[str]) -> int:
         except PlanError:  # a model plan cannot read may still serve: the log's own advice is checked
             report = pipeline.analyze(args.log, name=args.log)
         command, python = command_to_check(report, args.cmd), vllm_python(args.python)
+        # A line that says how long the wait has lasted, on a terminal only: JSON gets nothing extra.
+        progress = sys.stderr if args.format == "text" and sys.stderr.isatty() else None
         if args.timeout is None:
             log = sources.lines(sources.read_chunks(args.log))
             args.timeout = readiness_timeout(log, report.verdict.line if report.failed else None)
@@ -200,10 +206,11 @@ def main(argv: list[str]) -> int:
                 args.load,
                 args.model,
                 int(limit) if limit else None,
+                progress,
             )
             print(render_ladder(results, args.format))
             return exit_code([r.outcome for r in results])
-        check = verify(report, command, python, workdir, args.timeout, args.load, args.max_tokens, args.model)
+        check = verify(report, command, python, workdir, args.timeout, args.load, args.max_tokens, args.model, progress)
     except (CannotRun, OSError) as error:
         print(f"vllm-advisor verify: could not run: {error}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN

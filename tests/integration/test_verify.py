@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import socket
 import sys
 
@@ -218,3 +220,18 @@ def test_a_server_not_ready_in_time_is_timed_out_not_still_failing(tmp_path, mon
     assert live.exit_code([result.outcome]) == live.EXIT_TIMED_OUT
     assert live.exit_code(["timed out", "still failing"]) == live.EXIT_TIMED_OUT
     assert live.exit_code(["still failing", "fixed"]) == live.EXIT_FIXED
+
+
+def test_a_terminal_is_shown_the_wait_and_the_stage_the_new_log_reached(tmp_path, monkeypatch):
+    module = tmp_path / "stand-in" / "vllm" / "entrypoints" / "openai"
+    module.mkdir(parents=True)
+    (module / "api_server.py").write_text(STILL_STARTING)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "stand-in"))
+    terminal = io.StringIO()
+    argv = ["vllm", "serve", str(fixture_path("044-"))]
+    result = launch.launch(argv, sys.executable, tmp_path, timeout=7, progress=terminal)
+    assert result.outcome == "timed out"
+    shown = terminal.getvalue()
+    # Rewritten in place about every 5 s: first while nothing is logged yet, then the stage 044 reaches.
+    assert re.search(r"\r  waiting for vLLM: [56] s, profiling and KV cache sizing\x1b\[K", shown), shown
+    assert shown.startswith("\r  waiting for vLLM: 0 s, ") and shown.endswith("\r\x1b[K")
