@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import os
@@ -28,6 +29,7 @@ LAUNCH_LOCK = Path(os.environ.get("VLLM_ADVISOR_LAUNCH_LOCK", "/tmp/vllm-live.lo
 # stuck holder (or a caller that already holds it: flock does not nest), which must fail, not hang.
 LOCK_WAIT_S = 900
 GIB = 2**30
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class LaunchLockTimeout(RuntimeError):
@@ -122,6 +124,7 @@ def start(
                 stderr=subprocess.STDOUT,
                 env=full_env,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
     except BaseException:
         lock.close()
@@ -129,6 +132,16 @@ def start(
     server = Server(process, argv, port, log_path, lock=lock)
     threading.Thread(target=_sample_rss, args=(server,), daemon=True).start()
     return server
+
+
+def _die_with_parent() -> None:
+    """In the child, before vLLM starts: SIGTERM when the advisor dies, even by SIGKILL, so no server
+    outlives the check that launched it (Linux's PR_SET_PDEATHSIG; elsewhere, stop() alone)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 def group_pids(pgid: int) -> list[int]:

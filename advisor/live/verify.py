@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import sys
 import tempfile
 import textwrap
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -177,6 +179,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--log-dir", help="where to keep the new vLLM logs (default: a new temporary folder)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     args = parser.parse_args(argv)
+    if threading.current_thread() is not threading.main_thread():  # only the main thread takes signals
+        return _check(args)
+    # SIGTERM ends a check as Ctrl-C does: each launch's `finally` stops every vLLM process it started.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _check(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _check(args: argparse.Namespace) -> int:
     try:
         try:
             report = pipeline.analyze(args.log, name=args.log, model_dir=args.model)

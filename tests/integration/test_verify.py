@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import signal
 import socket
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, analyze_fixture, fixture_path
@@ -235,3 +240,49 @@ def test_a_terminal_is_shown_the_wait_and_the_stage_the_new_log_reached(tmp_path
     # Rewritten in place about every 5 s: first while nothing is logged yet, then the stage 044 reaches.
     assert re.search(r"\r  waiting for vLLM: [56] s, profiling and KV cache sizing\x1b\[K", shown), shown
     assert shown.startswith("\r  waiting for vLLM: 0 s, ") and shown.endswith("\r\x1b[K")
+
+
+def stand_in_servers(marker: str) -> list[int]:
+    """The pids of the stand-in servers whose command line names `marker` (their log's fixture)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            command = (Path("/proc") / entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"vllm.entrypoints.openai.api_server" in command and marker.encode() in command:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_no_server_outlives_the_check_however_it_ends(tmp_path, stop):
+    stand_in = tmp_path / "stand-in" / "vllm" / "entrypoints" / "openai"
+    stand_in.mkdir(parents=True)
+    (stand_in / "api_server.py").write_text(STILL_STARTING)
+    log = tmp_path / "044.log"  # its own copy: the marker that finds this test's stand-in alone
+    log.write_bytes(fixture_path("044-").read_bytes())
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "stand-in"), str(ROOT)]),
+        "VLLM_ADVISOR_LAUNCH_LOCK": str(tmp_path / "launch.lock"),
+    }
+    command = ["vllm-advisor", "verify", str(log), "--cmd", f"vllm serve {log}", "--python", sys.executable]
+    advisor = subprocess.Popen(
+        [sys.executable, "-c", "from advisor.cli import run; run()", *command[1:], "--timeout", "120"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not stand_in_servers(str(log)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert stand_in_servers(str(log)), "the stand-in server never started"
+    advisor.send_signal(stop)
+    advisor.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while stand_in_servers(str(log)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not stand_in_servers(str(log)), f"left behind after {stop.name}"
+    if stop != signal.SIGKILL:
+        assert advisor.returncode == 130 and advisor.stderr.read() == b"vllm-advisor: interrupted\n"
