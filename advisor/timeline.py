@@ -12,6 +12,7 @@ from operator import attrgetter
 from types import MappingProxyType
 
 from advisor.parse.facts import Fact, Number
+from advisor.parse.grammar import FOREIGN_STAGES, REQUEST_VALIDATORS
 
 # A run starts with these; vLLM prints them once per launch.
 RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
@@ -97,17 +98,8 @@ FOREIGN_FRAME = "~"
 LOGGED_IN = "@"
 # Beside it, when that call is a request handler's that answers the client with the error and goes on.
 ANSWERED = "!answered"
-# Other packages' frames that name a stage: torch.cuda.graph's capture, the device context that
-# creates a model's tensors, and FastAPI's call of a route's endpoint (a request being served).
-FOREIGN_STAGE_FRAMES = {
-    FOREIGN_FRAME + "capture_begin": "graph_capture",
-    FOREIGN_FRAME + "capture_end": "graph_capture",
-    FOREIGN_FRAME + "__torch_function__": "model_init",
-    FOREIGN_FRAME + "run_endpoint_function": "serving",
-}
-# vLLM's checks of one request's input (its length above all): an error raised in them rejects that
-# request, which the server answers with an error (an offline run's script gets it raised).
-REQUEST_VALIDATORS = {"_validate_model_inputs", "_validate_model_input", "_validate_input"}
+# Other packages' frames that name a stage, as a traceback's foreign frames are marked.
+FOREIGN_STAGE_FRAMES = {FOREIGN_FRAME + name: stage for name, stage in FOREIGN_STAGES.items()}
 # Wrappers a worker's RPC dispatcher may call through before the method it was asked to run.
 PASS_THROUGH = {"decorate_context", "wrapper", "inner", "_wrapped_call_impl", "_call_impl"}
 # The serving loops: a traceback that runs through one happened while serving, whatever it says

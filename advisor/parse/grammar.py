@@ -234,10 +234,24 @@ def _stages_json() -> dict:
     return json.loads(resources.files("advisor").joinpath("stages.json").read_text(encoding="utf-8"))
 
 
+# Frames the stage map cannot place and the timeline still reads: other packages' that name a stage
+# (torch.cuda.graph's capture, the device context that creates a model's tensors, FastAPI's call of a
+# route's endpoint), and vLLM's checks of one request's input, which reject that request alone.
+FOREIGN_STAGES = {
+    "capture_begin": "graph_capture",
+    "capture_end": "graph_capture",
+    "__torch_function__": "model_init",
+    "run_endpoint_function": "serving",
+}
+REQUEST_VALIDATORS = frozenset({"_validate_model_inputs", "_validate_model_input", "_validate_input"})
+
+
 @cache
 def staged_functions() -> frozenset[str]:
-    """Every function the stage map places (advisor/stages.json): a frame naming one is whole."""
-    return frozenset(name for names in _stages_json()["stages"].values() for name in names)
+    """Every function a frame may name that says where it ran (advisor/stages.json and the frames the
+    timeline reads besides): a frame naming one is whole."""
+    placed = frozenset(name for names in _stages_json()["stages"].values() for name in names)
+    return placed | FOREIGN_STAGES.keys() | REQUEST_VALIDATORS
 
 
 def logged_at() -> dict[str, str]:

@@ -47,3 +47,8 @@ def test_site_nav_lists_every_page_and_its_address_is_the_one_reports_link_to():
     assert listed == {page for page in pages if not re.fullmatch(r"rules/[A-Z]\d+\.md", page)}
     index = (DOCS / "rules" / "index.md").read_text()
     assert all(f"]({page.removeprefix('rules/')})" in index for page in pages - listed), "a rule page not in the index"
+
+
+def test_the_formats_page_is_the_tool_s_output():
+    examples = tool_module("tools/format_examples.py")
+    assert examples.PAGE.read_text() == examples.page(), "stale: run python tools/format_examples.py"

@@ -20,6 +20,7 @@ KNOWN = {
     (120, "6044"): "an anchor's words cut by the wrap",
     (120, "9008"): "an anchor's words cut by the wrap",
     (120, "9013"): "an anchor's words (the out-of-memory error's) cut by the wrap",
+    (120, "10020"): "an anchor's words (the shared-memory broadcast's wait) cut by the wrap",
     (160, "082"): "an anchor's words ('NCCL er' of 'NCCL error') cut by the wrap",
     (160, "315"): "the exception's class name cut by the wrap",
     (160, "8017"): "the words that place the error in the serving loop cut by the wrap",

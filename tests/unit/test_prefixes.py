@@ -16,7 +16,7 @@ PREFIXES = {
 }
 # Logs whose prefixed form reads otherwise: no anchor before which the prefix could be learned
 # (an unleveled exception alone, a terminal-wrapped message, IPython's own traceback format).
-UNLEARNABLE = {"025", "315", "2057", "3024", "4003", "4026", "6012", "6056", "7046", "8029", "9033"}
+UNLEARNABLE = {"025", "315", "2057", "3024", "4003", "4026", "6012", "6056", "7046", "8029", "9033", "10048", "11027"}
 LOGS = [
     pytest.param(
         folder,
