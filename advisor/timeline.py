@@ -126,6 +126,7 @@ SERVING_RPCS = {"execute_model", "sample_tokens"}
 # V1's executor names the method its workers did not answer in time (multiproc_executor.collective_rpc:
 # f"RPC call to {method} timed out."), from whatever frame called it.
 RPC_TIMED_OUT = re.compile(r"RPC call to (\w+) timed out")
+SCRIPT_RANK = re.compile(r"\[rank\d+\]")
 
 
 @dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
@@ -313,11 +314,14 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             inner = stage_of_line.get(cause, NO_STAGE)[1]
             stage_of_line[cause] = (stage_from_frames(frames + inner), frames + inner)
 
+    finished = False  # an offline run's last progress bar had reached 100%: generate() had returned
     for fact in facts:
         kind, process = fact.kind, fact.process
+        if kind == "offline_progress":
+            finished = fact.values.get("progress_pct") == 100
         if kind == "traceback_start":
             open_frames[process] = []
-            foreign[process] = process is None and fact.level is None
+            foreign[process] = _script_process(process) and fact.level is None
         if kind in LOGGED_KINDS and (logged := _logger_frames(fact)):
             # The logger call that printed it is the traceback's outermost known place.
             frames_so_far = open_frames.setdefault(process, [])
@@ -339,9 +343,19 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             stage_of_line[fact.line] = (stage_from_frames(frames) or raised_stage(fact.text), frames)
             resolve(process, frames)
             last_exception[process] = fact.line
-    for process, pending in open_frames.items():
+    for process, pending in list(open_frames.items()):
+        if finished and foreign.get(process) and pending:
+            # Cut after the script's own frames, once vLLM's work had finished: the script's error.
+            del open_frames[process]
+            continue
         resolve(process, tuple(pending))
     return stage_of_line, open_frames
+
+
+def _script_process(process: str | None) -> bool:
+    """Whether lines under this tag are the user's script's own: untagged, or torch's "[rank0]:" tag
+    on a distributed script's stderr (vLLM's own processes are named: EngineCore, Worker_TP0, ...)."""
+    return process is None or SCRIPT_RANK.fullmatch(process) is not None
 
 
 def _logger_frames(fact: Fact) -> list[str]:

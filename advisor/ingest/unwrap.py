@@ -53,8 +53,9 @@ WRAPPERS = {
     "tab_columns": re.compile(
         r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\t(?:[^\t]{0,120}\t){0,6}"
     ),
-    # A log pasted as a Markdown quote: "> " before each line, nested quotes and a list's bullet too
-    "markdown_quote": re.compile(r"^>(?: ?>)* ?(?:[-*] )?(?=\S)"),
+    # A log pasted as a Markdown quote: "> " before each line, nested quotes and a list's bullet too;
+    # or copied from a rendered quote, whose bar comes out as "▎" (U+258E).
+    "markdown_quote": re.compile(r"^(?:>(?: ?>)*|▎) ?(?:[-*] )?(?=\S)"),
 }
 # Wrappers nest (compose around journalctl, kubectl --prefix around --timestamps, any of them
 # around a k9s frame or a CI timestamp): strip the outer one first, but only so many.

@@ -334,6 +334,10 @@ class ToFacts(Transformer):
     def http_error(self, c):
         return {"values": _named(("http_status",), c)}
 
+    def offline_progress(self, c):
+        percent = re.search(r"(\d{1,3})%", _token(c, "A_OFFLINE_PROGRESS") or "")
+        return {"values": {"progress_pct": int(percent[1])}} if percent else {}
+
     def shm_wait(self, c):
         return {"values": _named(("wait_seconds",), c)}
 

@@ -43,6 +43,8 @@ KNOWN_WRONG: dict[str, str] = {
     "10018": "a request's traceback cut at the handler's call: one that reaches starlette is most often the engine's",
     "10049": "a hard-wrapped worker traceback whose only frame, DeepGEMM's warm-up, is split across two lines",
     "11028": "Unsloth's 'Stdout stream ended before readiness message detected': a supervisor's words, not vLLM's",
+    "12015": "CANN's 'Memory_Allocation_Failure(EL0004)' under vllm-omni's [Stage-0] tag; serving is in the thread",
+    "12036": "V1's execute_model(scheduler_output) serves only, but V0's profiling runs a function of that name too",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -55,6 +57,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
     "10050": "the Gaudi fork's 'Loading model weights took 15.05 GiB of device memory (... GiB/30.15 GiB used)'",
     "11007": "the launch command is in the shell's 'Aborted (core dumped)' line, its flags abbreviated",
+    "12054": "the poster re-wrapped the KV error, leaving 'the estimated maximum model length is N' a line of its own",
 }
 
 
