@@ -21,10 +21,12 @@ KNOWN = {
     (120, "9008"): "an anchor's words cut by the wrap",
     (120, "9013"): "an anchor's words (the out-of-memory error's) cut by the wrap",
     (120, "10020"): "an anchor's words (the shared-memory broadcast's wait) cut by the wrap",
+    (120, "12043"): "behind a shell's '[date] [/bin/sh]: ' columns the wrap cuts a record's words (undiagnosed)",
     (160, "082"): "an anchor's words ('NCCL er' of 'NCCL error') cut by the wrap",
     (160, "315"): "the exception's class name cut by the wrap",
     (160, "8017"): "the words that place the error in the serving loop cut by the wrap",
     (160, "8041"): "an anchor's words cut by the wrap",
+    (160, "12008"): "the wrap turns a start-up failure into a runtime one (not yet diagnosed)",
 }
 LOGS = [
     pytest.param(
