@@ -39,10 +39,9 @@ def ladder(
     the server stays fixed, never past the model's length limit; stop at the first round that fails
     (a failure while the machine's memory changed is launched once more). A --max-num-seqs ladder goes
     from the log's advice to what the load's requests fit in the KV cache, then on up."""
-    results: list[Round] = []
-    argv = start
-    for _ in range(rounds):
-        result = launch(
+
+    def relaunch(argv: list[str]) -> Round:
+        return launch(
             argv,
             python,
             workdir,
@@ -52,6 +51,11 @@ def ladder(
             model=model,
             progress=progress,
         )
+
+    results: list[Round] = []
+    argv = start
+    for _ in range(rounds):
+        result = relaunch(argv)
         previous = results[-1] if results else None
         if (
             previous
@@ -61,16 +65,7 @@ def ladder(
                 (previous.free_memory_gib, previous.total_memory_gib), (result.free_memory_gib, result.total_memory_gib)
             )
         ):
-            result = launch(
-                argv,
-                python,
-                workdir,
-                timeout,
-                load=load or _sequences(argv),
-                max_tokens=max_tokens,
-                model=model,
-                progress=progress,
-            )
+            result = relaunch(argv)
             result.note = "launched twice: the machine's memory changed"
         results.append(result)
         if result.outcome != "fixed":

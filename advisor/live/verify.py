@@ -92,7 +92,11 @@ def verify(
         before_failure = failure_of(check.before)
         argv = advised_sequences(argv, original, report, check)
     port = fix_port(original, argv)
-    check.after = launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model, progress=progress)
+
+    def launch_fix() -> Round:
+        return launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model, progress=progress)
+
+    check.after = launch_fix()
     after_memory = (check.after.free_memory_gib, check.after.total_memory_gib)
     if (
         check.after.outcome == "still failing"
@@ -100,9 +104,7 @@ def verify(
         and memory_changed(baseline, after_memory)
     ):
         check.notes.append(machine_changed(baseline, after_memory))
-        check.after = launch(
-            argv, python, workdir, timeout, load, max_tokens, port=port, model=model, progress=progress
-        )
+        check.after = launch_fix()
     if check.before:
         check.notes += trade_offs(check.before, check.after)
     return check

@@ -212,11 +212,16 @@ time.sleep(600)
 """
 
 
-def test_a_server_not_ready_in_time_is_timed_out_not_still_failing(tmp_path, monkeypatch, capsys):
+def stand_in(tmp_path: Path) -> Path:
+    """A folder whose vllm.entrypoints.openai.api_server is STILL_STARTING, to put on PYTHONPATH."""
     module = tmp_path / "stand-in" / "vllm" / "entrypoints" / "openai"
     module.mkdir(parents=True)
     (module / "api_server.py").write_text(STILL_STARTING)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "stand-in"))
+    return tmp_path / "stand-in"
+
+
+def test_a_server_not_ready_in_time_is_timed_out_not_still_failing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PYTHONPATH", str(stand_in(tmp_path)))
     # Corpus 044: weights loaded, then the memory profile and the KV blocks (V0 on an RTX 3090).
     argv = ["vllm", "serve", str(fixture_path("044-"))]
     result = launch.launch(argv, sys.executable, tmp_path, timeout=3)
@@ -228,10 +233,7 @@ def test_a_server_not_ready_in_time_is_timed_out_not_still_failing(tmp_path, mon
 
 
 def test_a_terminal_is_shown_the_wait_and_the_stage_the_new_log_reached(tmp_path, monkeypatch):
-    module = tmp_path / "stand-in" / "vllm" / "entrypoints" / "openai"
-    module.mkdir(parents=True)
-    (module / "api_server.py").write_text(STILL_STARTING)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "stand-in"))
+    monkeypatch.setenv("PYTHONPATH", str(stand_in(tmp_path)))
     terminal = io.StringIO()
     argv = ["vllm", "serve", str(fixture_path("044-"))]
     result = launch.launch(argv, sys.executable, tmp_path, timeout=7, progress=terminal)
@@ -257,14 +259,11 @@ def stand_in_servers(marker: str) -> list[int]:
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_no_server_outlives_the_check_however_it_ends(tmp_path, stop):
-    stand_in = tmp_path / "stand-in" / "vllm" / "entrypoints" / "openai"
-    stand_in.mkdir(parents=True)
-    (stand_in / "api_server.py").write_text(STILL_STARTING)
     log = tmp_path / "044.log"  # its own copy: the marker that finds this test's stand-in alone
     log.write_bytes(fixture_path("044-").read_bytes())
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(tmp_path / "stand-in"), str(ROOT)]),
+        "PYTHONPATH": os.pathsep.join([str(stand_in(tmp_path)), str(ROOT)]),
         "VLLM_ADVISOR_LAUNCH_LOCK": str(tmp_path / "launch.lock"),
     }
     command = ["vllm-advisor", "verify", str(log), "--cmd", f"vllm serve {log}", "--python", sys.executable]
