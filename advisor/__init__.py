@@ -11,8 +11,8 @@ The library API (everything else in the package is internal and may change):
 """
 
 from advisor.pipeline import Log, analyze
-from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, Verdict
-from advisor.stream.engine import StreamEngine, StreamFinding, follow_lines
+from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, StreamFinding, Verdict
+from advisor.stream.engine import StreamEngine, follow_lines
 
 __all__ = [
     "Command",

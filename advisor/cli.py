@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 from contextlib import contextmanager
+from functools import partial
 from importlib import resources
 from typing import NoReturn
 
@@ -171,7 +172,7 @@ def _analyze_files(args: argparse.Namespace) -> int:
 def _with_metrics(args: argparse.Namespace, output: str) -> int:
     from advisor.scrape import cli  # prometheus_client and the metric rules only for runs that read metrics
 
-    reports = cli.reports(args.files, args.metrics, args.cmd, analyze_one)
+    reports = cli.reports(args.files, args.metrics, args.cmd, partial(analyze_one, model_dir=args.model_dir))
     if reports is None:
         return EXIT_USAGE  # metrics alone, and none could be read: each said why on stderr
     with writing("report"):

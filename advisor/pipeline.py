@@ -31,8 +31,8 @@ def analyze(
 ) -> Report:
     """The report of a log; `command` is the launch command to correct when the log does not show it;
     `model_dir`, the served model's folder on this machine, whose config sizes what the log does not."""
-    if fast:
-        return pending(log, command, name=name, model_dir=model_dir).report()
+    if fast:  # the same Report as the plain path's, its events made from the facts
+        return pending(log, command, name=name, model_dir=model_dir).report().as_report()
     return build_report(facts(log, fast=False), name or display_name(log), command, served_model(model_dir))
 
 

@@ -10,7 +10,7 @@ from advisor.fast import background
 from advisor.parse.facts import Fact
 from advisor.plan.model import ModelShape
 from advisor.report import writer
-from advisor.report.build import summarize
+from advisor.report.build import Diagnosis, diagnose
 from advisor.report.contract import EventOut, Report, Verdict
 from advisor.timeline import TRACEBACK_KINDS
 
@@ -62,15 +62,10 @@ class PackedReport(Report):
 
 
 def packed_report(
-    facts: list[Fact],
-    source: str,
-    user_command: str | None = None,
-    events: EventsView | None = None,
-    model: ModelShape | None = None,
+    facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
 ) -> PackedReport:
-    """The report of these facts; `events`, when given, is their EventsView, already made."""
-    report = summarize(facts, source, user_command, model)
-    return PackedReport.of(report, EventsView(facts) if events is None else events)
+    """The report of these facts, its events a view of them."""
+    return PendingReport(facts, source, user_command, model).report()
 
 
 class PendingReport:
@@ -84,11 +79,19 @@ class PendingReport:
         self.facts, self.source, self.user_command, self.model = facts, source, user_command, model
         self.events = EventsView(facts)
         self.done: PackedReport | None = None
+        self.diagnosis: Diagnosis | None = None
 
     def report(self) -> PackedReport:
         if self.done is None:
-            self.done = packed_report(self.facts, self.source, self.user_command, self.events, self.model)
+            self.diagnosis = diagnose(self.facts, self.source, self.user_command, self.model)
+            self.done = PackedReport.of(self.diagnosis.report, self.events)
         return self.done
+
+    def diagnosed(self) -> Diagnosis:
+        """The runs and matches behind the report (what `--metrics` settles)."""
+        self.report()
+        assert self.diagnosis is not None
+        return self.diagnosis
 
     def write_json(self, stream: TextIO) -> None:
         events = self.events

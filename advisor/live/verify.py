@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from advisor import pipeline
-from advisor.command import apply, wrapped
+from advisor.command import apply
 from advisor.ingest import sources
 from advisor.live.ladder import ladder, ladder_knob, render_ladder
 from advisor.live.launch import (
@@ -34,6 +34,7 @@ from advisor.live.launch import (
 from advisor.live.patience import readiness_timeout
 from advisor.plan.figures import PlanError
 from advisor.report.contract import Report
+from advisor.report.formats.command_lines import wrapped
 from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
 
 EXIT_FIXED, EXIT_STILL_FAILING, EXIT_COULD_NOT_RUN, EXIT_TIMED_OUT = 0, 1, 2, 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from advisor import command
@@ -45,24 +46,39 @@ def analyze(
 def build_report(
     facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
 ) -> Report:
-    report = summarize(facts, source, user_command, model)
+    report = diagnose(facts, source, user_command, model).report
     report.events = [
         EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in TRACEBACK_KINDS
     ]
     return report
 
 
-def summarize(
+@dataclass
+class Diagnosis:
+    """What the analysis of a log decided: its runs, each run's rule matches (made with the model
+    when its folder was given), and the report without its events. `--metrics` settles the last
+    run's matches; it never matches again."""
+
+    runs: list[Run]
+    matches: list[list[Match]]
+    report: Report
+
+    @property
+    def last(self) -> tuple[Run | None, list[Match]]:
+        return (self.runs[-1], self.matches[-1]) if self.runs else (None, [])
+
+
+def diagnose(
     facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
-) -> Report:
-    """The report of these facts without its events (the caller adds them, as a list or as a view);
+) -> Diagnosis:
+    """The diagnosis of these facts; the report's events are the caller's to add (a list or a view).
     `model`, the served model's shape when its folder is given, lets rules size what the log does not."""
     runs = split_runs(facts)
     rules = load_rules()
-    matches_by_run = [(run, match_run(run, rules, model=model)) for run in runs]
-    findings_by_run = [[finding(m) for m in ms] for _, ms in matches_by_run]
+    matches = [match_run(run, rules, model=model) for run in runs]
+    findings_by_run = [[finding(m) for m in ms] for ms in matches]
     findings = [f for run_findings in reversed(findings_by_run) for f in run_findings]
-    last_run, last_matches = matches_by_run[-1] if matches_by_run else (None, [])
+    last_run, last_matches = (runs[-1], matches[-1]) if runs else (None, [])
     report = Report(
         source=source,
         vllm_version=next((version for r in reversed(runs) if (version := r.vllm_version)), None),
@@ -72,7 +88,7 @@ def summarize(
         findings=findings,
     )
     report.command = corrected_command(last_run, findings_by_run[-1] if findings_by_run else [], user_command)
-    return report
+    return Diagnosis(runs, matches, report)
 
 
 def last_values(runs: list[Run]) -> dict[str, Number]:

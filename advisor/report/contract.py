@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Final, Literal, TextIO
 
 from pydantic import BaseModel, Field
@@ -106,3 +108,70 @@ def json_schemas() -> dict[str, dict]:
         "report": Report.model_json_schema(by_alias=True, mode="serialization"),
         "finding": FindingRecord.model_json_schema(by_alias=True, mode="serialization"),
     }
+
+
+# What `--metrics` adds: the replicas' /metrics read, and what they made of the log's inferences.
+class MetricsRead(BaseModel):
+    source: str  # a path, or the URL without credentials
+    read_at: str  # ISO 8601, UTC
+    fetched: bool  # scraped from a live server now, or read from a saved dump
+    releases: str | None = None  # the vLLM releases whose metric names the dump matches
+    values: dict[str, float | str | bool] = Field(default_factory=dict)
+
+
+class MetricsMissing(BaseModel):
+    source: str
+    error: str
+
+
+class Settled(BaseModel):
+    """What the metrics made of one of the log's inferred findings."""
+
+    rule: str
+    outcome: str  # confirmed | withdrawn | unsettled
+    why: str
+
+
+class MetricsSection(BaseModel):
+    read: list[MetricsRead] = Field(default_factory=list)
+    missing: list[MetricsMissing] = Field(default_factory=list)
+    log_findings: list[Settled] = Field(default_factory=list)
+    bottleneck: str | None = None
+
+
+class JoinedReport(Report):
+    """A report with the metrics it read: the log-only contract plus a `metrics` section."""
+
+    metrics: MetricsSection
+
+
+@dataclass(frozen=True)
+class StreamFinding:
+    """A finding of one run of one source, or the retraction of one that a later finding superseded."""
+
+    source: str
+    run: int
+    finding: Finding
+    event: str = "finding"  # finding | retraction | recovery
+
+    @property
+    def retracted(self) -> bool:
+        return self.event == "retraction"
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": FINDING_SCHEMA,
+            "event": self.event,
+            "source": self.source,
+            "run": self.run,
+            **self.finding.model_dump(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    def summary(self) -> str:
+        f = self.finding
+        word = {"finding": "", "retraction": "RETRACTED ", "recovery": "RECOVERED "}[self.event]
+        where = "metrics" if f.line is None else f"line {f.line}"  # a finding of a server's /metrics has no line
+        return f"{word}{f.severity.upper()} {f.rule} {f.name} [{self.source} run {self.run} {where}] {f.message}"

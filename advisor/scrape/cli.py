@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from advisor.report.contract import Report
+from advisor.report.contract import MetricsMissing, Report
 from advisor.scrape.fetch import MetricsError, read
-from advisor.scrape.join import MetricsMissing, join
+from advisor.scrape.join import join
 from advisor.scrape.snapshot import Snapshot, parse
 
 
@@ -35,5 +35,5 @@ def reports(
         out.append(join(None, None, snapshots, missing, user_command))
     for path in files:
         pending = analyze_one(path, user_command)
-        out.append(join(pending.report().as_report(), pending.facts, snapshots, missing, user_command))
+        out.append(join(pending.diagnosed(), pending.report().as_report(), snapshots, missing, user_command))
     return out

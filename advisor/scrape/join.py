@@ -6,56 +6,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from advisor.parse.facts import Fact
-from advisor.report.build import corrected_command, finding, verdict
-from advisor.report.contract import Finding, Report, Verdict
-from advisor.rules.match import match_run
-from advisor.rules.schema import SEVERITY_ORDER, load_rules
+from advisor.report.build import Diagnosis, corrected_command, finding, verdict
+from advisor.report.contract import (
+    Finding,
+    JoinedReport,
+    MetricsMissing,
+    MetricsRead,
+    MetricsSection,
+    Report,
+    Settled,
+    Verdict,
+)
+from advisor.rules.schema import SEVERITY_ORDER
 from advisor.scrape.figures import cache_config, deployment, figures
 from advisor.scrape.names import matching_releases
 from advisor.scrape.rules import judge, load_metric_rules
 from advisor.scrape.snapshot import Snapshot
-from advisor.timeline import split_runs
 
 # The log's inferences that only the counter can settle: all three say "requests may be preempted".
 PREEMPTION_HYPOTHESES = ("R103", "R104", "H103")
 COUNTER = "vllm:num_preemptions_total"
-
-
-class MetricsRead(BaseModel):
-    source: str  # a path, or the URL without credentials
-    read_at: str  # ISO 8601, UTC
-    fetched: bool  # scraped from a live server now, or read from a saved dump
-    releases: str | None = None  # the vLLM releases whose metric names the dump matches
-    values: dict[str, float | str | bool] = Field(default_factory=dict)
-
-
-class MetricsMissing(BaseModel):
-    source: str
-    error: str
-
-
-class Settled(BaseModel):
-    """What the metrics made of one of the log's inferred findings."""
-
-    rule: str
-    outcome: str  # confirmed | withdrawn | unsettled
-    why: str
-
-
-class MetricsSection(BaseModel):
-    read: list[MetricsRead] = Field(default_factory=list)
-    missing: list[MetricsMissing] = Field(default_factory=list)
-    log_findings: list[Settled] = Field(default_factory=list)
-    bottleneck: str | None = None
-
-
-class JoinedReport(Report):
-    """A report with the metrics it read: the log-only contract plus a `metrics` section."""
-
-    metrics: MetricsSection
 
 
 @dataclass
@@ -65,16 +35,15 @@ class Reading:
 
 
 def join(
+    diagnosis: Diagnosis | None,
     report: Report | None,
-    facts: list[Fact] | None,
     snapshots: list[Snapshot],
     missing: list[MetricsMissing],
     user_command: str | None = None,
 ) -> JoinedReport:
-    """One report from a log's (None: metrics alone) and the snapshots read, one per replica."""
-    runs = split_runs(facts) if facts else []
-    last = runs[-1] if runs else None
-    matches = match_run(last, load_rules()) if last is not None else []
+    """One report from a log's diagnosis and report (None: metrics alone) and the snapshots read, one
+    per replica. The log's matches are settled by the metrics, not made again."""
+    last, matches = diagnosis.last if diagnosis is not None else (None, [])
     log_values = _log_values(report, last) if report is not None else {}
     readings = [Reading(s, figures(s, log_values if _same_run(s, log_values) else None)) for s in snapshots]
     section = MetricsSection(read=[_read(r) for r in readings], missing=missing)

@@ -13,11 +13,11 @@ import sys
 import threading
 from collections.abc import Callable
 
+from advisor.report.contract import StreamFinding
 from advisor.scrape.fetch import MetricsError, read, shown
 from advisor.scrape.figures import figures
 from advisor.scrape.rules import judge
 from advisor.scrape.snapshot import Snapshot, parse
-from advisor.stream.engine import StreamFinding
 
 # Findings of a state that can end between polls.
 CLEARING = {"M101", "M102", "M103"}

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from advisor.fast.prefilter import matcher
 from advisor.fast.scan import CandidateReader, scan_buffer
@@ -12,7 +10,7 @@ from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE
 from advisor.parse.facts import Fact
 from advisor.report.build import finding, verdict
-from advisor.report.contract import FINDING_SCHEMA, Finding, Verdict
+from advisor.report.contract import StreamFinding, Verdict
 from advisor.rules.match import Match, match_run, without_superseded
 from advisor.rules.schema import load_rules
 from advisor.timeline import Run, place, starts_new_run
@@ -29,38 +27,6 @@ END_OF_RUN_KINDS = {"incomplete_traceback"}
 # flags, so a cache hovering at the threshold does not flap between finding and recovery.
 CLEARING_FAILURES = {"preemption", "kv_cache_saturated"}
 RECOVERED_BELOW_PCT = 80.0
-
-
-@dataclass(frozen=True)
-class StreamFinding:
-    """A finding of one run of one source, or the retraction of one that a later finding superseded."""
-
-    source: str
-    run: int
-    finding: Finding
-    event: str = "finding"  # finding | retraction | recovery
-
-    @property
-    def retracted(self) -> bool:
-        return self.event == "retraction"
-
-    def to_dict(self) -> dict:
-        return {
-            "schema": FINDING_SCHEMA,
-            "event": self.event,
-            "source": self.source,
-            "run": self.run,
-            **self.finding.model_dump(),
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
-
-    def summary(self) -> str:
-        f = self.finding
-        word = {"finding": "", "retraction": "RETRACTED ", "recovery": "RECOVERED "}[self.event]
-        where = "metrics" if f.line is None else f"line {f.line}"  # a finding of a server's /metrics has no line
-        return f"{word}{f.severity.upper()} {f.rule} {f.name} [{self.source} run {self.run} {where}] {f.message}"
 
 
 class StreamEngine:

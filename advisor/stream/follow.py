@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, TextIO
 
 from advisor.ingest.sources import READ_CHUNK
+from advisor.report.contract import StreamFinding
 from advisor.stream import metrics
-from advisor.stream.engine import StreamEngine, StreamFinding
+from advisor.stream.engine import StreamEngine
 from advisor.usage import OneLineParser
 
 POLL_SECONDS = 0.2
@@ -85,9 +86,9 @@ def main(argv: list[str]) -> int:
 
 
 def _poller(url: str, interval: str, run: Callable[[], int]):
-    from advisor.cli import InputError
     from advisor.scrape.fetch import shown
     from advisor.scrape.poll import Poller, interval_seconds  # prometheus_client only when polling
+    from advisor.usage import InputError
 
     if not url.lower().startswith(("http://", "https://")):
         raise InputError(f"{shown(url)}: only http and https URLs are polled")

@@ -6,8 +6,7 @@ import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from advisor.report.contract import Verdict
-from advisor.stream.engine import StreamFinding
+from advisor.report.contract import StreamFinding, Verdict
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -79,3 +79,19 @@ def test_a_folder_that_is_not_a_model_is_a_one_line_error(tmp_path):
     done = advisor("--model-dir", str(tmp_path), str(LOG))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"vllm-advisor: {tmp_path}: no config.json in the folder\n"
+
+
+def test_metrics_leave_the_log_s_findings_made_with_the_folder_unchanged():
+    # --metrics settles what the log inferred on the matches the analysis made (with the model): it does
+    # not match again without it, so the top fix stays the model's KV budget, not "lower the utilization".
+    model = str(MODELS / "llama-mha")
+    dump = str(FIXTURES / "live/healthy-cache-full.metrics.txt")
+    alone = json.loads(advisor("--format", "json", "--model-dir", model, str(LOG)).stdout)
+    done = advisor("--format", "json", "--model-dir", model, "--metrics", dump, str(LOG))
+    assert done.stderr == ""
+    joined = json.loads(done.stdout)
+    assert joined["metrics"]["read"]
+    log_findings = [f for f in joined["findings"] if not f["rule"].startswith("M")]
+    assert log_findings == alone["findings"]
+    assert "--kv-cache-memory-bytes" in log_findings[0]["remediations"][0]["flags"]
+    assert (joined["verdict"], joined["command"]) == (alone["verdict"], alone["command"])

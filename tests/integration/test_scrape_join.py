@@ -23,7 +23,7 @@ LIVE = FIXTURES / "live"
 
 def joined(log, *dumps):
     pending = pipeline.pending(log, name=log.name)
-    return join(pending.report().as_report(), pending.facts, [parse(read(str(d))) for d in dumps], [])
+    return join(pending.diagnosed(), pending.report().as_report(), [parse(read(str(d))) for d in dumps], [])
 
 
 @pytest.mark.parametrize("release", ["v0.15.1", "v0.20.2", "v0.26.0", "v0.29.0"])

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from advisor import command
 from advisor.ingest import sources
 from advisor.report.build import analyze
-from advisor.report.formats import render
+from advisor.report.formats import command_lines, render
 
 ADVERSARIAL = FIXTURES / "adversarial"
 CASES = [json.loads(line) for line in (ADVERSARIAL / "cases.jsonl").read_text().splitlines() if line.strip()]
@@ -144,7 +144,7 @@ def test_text_report_prints_the_exact_command_or_withholds_it():
     for case in CRAFTED:
         report = analyze_file(ADVERSARIAL / case["file"])
         text = render("text", [report])
-        if command.shows_as_is(report.command.corrected):
+        if command_lines.shows_as_is(report.command.corrected):
             shown = printed_command(text)
             assert shlex.split(shown) == shlex.split(report.command.corrected) and pastes_as_one_command(shown)
         else:  # a newline in the name would split the command across lines on screen

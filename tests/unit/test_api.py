@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ROOT
+from conftest import CORPUS, ROOT, WILD, tiers
 
 import advisor
 from advisor import analyze, follow_lines
@@ -40,6 +40,14 @@ def test_every_input_form_gives_the_report_of_the_cli(log, capsys):
     for form, report in forms.items():
         assert json.loads(report.to_json()) == cli, form
     assert isinstance(forms["path"], advisor.Report) and forms["path"].verdict.failure == cli["verdict"]["failure"]
+
+
+@pytest.mark.parametrize("logs", tiers(sorted(CORPUS.glob("*.log")) + sorted(WILD.glob("*.log"))))
+def test_the_fast_path_gives_the_plain_path_s_report_as_an_object(logs):
+    for log in logs:
+        fast, plain = analyze(log), analyze(log, fast=False)
+        assert type(fast) is type(plain) is advisor.Report and type(fast.events) is list, log.name
+        assert fast == plain, log.name
 
 
 def test_the_command_to_correct_is_taken_as_the_cli_takes_it(capsys):

@@ -7,6 +7,7 @@ import shlex
 from conftest import analyze_fixture
 
 from advisor import command
+from advisor.report.formats import command_lines
 
 
 def test_rebuilt_from_non_default_args_with_one_change_in_place():
@@ -27,7 +28,7 @@ def test_a_long_command_wraps_into_shell_continuations_that_paste_as_the_same_co
         "python -m vllm.entrypoints.openai.api_server --model /models/tiny-llama --port 18001 "
         "--max-model-len 12288 --kv-cache-memory-bytes 4000000 --served-model-name 'my model'"
     )
-    lines = command.wrapped(printed, 60)
+    lines = command_lines.wrapped(printed, 60)
     assert all(len(line) <= 60 for line in lines) and all(line.endswith(" \\") for line in lines[:-1])
     assert shlex.split(" ".join(line.removesuffix(" \\") for line in lines)) == shlex.split(printed)
     assert any(line.strip().startswith("--max-model-len 12288") for line in lines)  # a flag stays with its value

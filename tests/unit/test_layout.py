@@ -35,6 +35,44 @@ def imported_modules(path: Path) -> set[str]:
 
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
+NAMES = {module_name(path) for path in MODULES}
+# The stages in the order the data flows; a module may import its own stage's and earlier ones, never a
+# later one. plan stands before the log pipeline (rules size with it); the entry points come last.
+STAGES = [
+    ("advisor.usage", "advisor.ingest", "advisor.plan"),
+    ("advisor.parse",),
+    ("advisor.timeline",),
+    ("advisor.rules",),
+    ("advisor.command",),
+    ("advisor.report",),
+    ("advisor.fast",),
+    ("advisor.pipeline",),
+    ("advisor.scrape",),
+    ("advisor.stream",),
+    ("advisor.live", "advisor.cli", "advisor.syslog_ng", "advisor.__main__"),
+]
+
+
+def stage(module: str) -> int:
+    if module == "advisor":  # the library's front: it imports what it exports
+        return len(STAGES)
+    return next(
+        i for i, names in enumerate(STAGES) for name in names if module == name or module.startswith(name + ".")
+    )
+
+
+def imports(path: Path) -> set[str]:
+    """The package's modules a file imports: `from advisor.x import y` is advisor.x.y when y is a module."""
+    out = set()
+    for name in imported_modules(path):
+        while name not in NAMES and "." in name:
+            name = name.rsplit(".", 1)[0]
+        out.add(name)
+    out.discard(module_name(path))
+    return out
+
+
+GRAPH = {module_name(path): imports(path) - {"advisor"} for path in MODULES}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
@@ -76,3 +114,36 @@ def test_json_and_markdown_reports_do_not_import_rich():
         "render('markdown', [analyze(b'')]); render('json', [analyze(b'')]); assert 'rich' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_import_runs_back_up_the_stages():
+    upward = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        for target in targets
+        if stage(target) > stage(module)
+    )
+    assert not upward, upward
+
+
+def test_the_import_graph_has_no_circle():
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, " -> ".join(path[path.index(module) :] + (module,))
+        if module not in done:
+            for target in sorted(GRAPH.get(module, ())):
+                visit(target, path + (module,))
+            done.add(module)
+
+    for module in sorted(GRAPH):
+        visit(module, ())
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "report" / "formats").glob("*.py")), ids=lambda p: module_name(p))
+def test_formats_import_only_the_report_contract(path):
+    allowed = ("advisor.report.contract", "advisor.report.formats", "advisor.report.about", "advisor.report.writer")
+    outside = sorted(name for name in imports(path) if not name.startswith(allowed))
+    if module_name(path) == "advisor.report.formats.sarif":  # SARIF's driver describes every rule of the set
+        outside.remove("advisor.rules.schema")
+    assert not outside, f"{module_name(path)} imports {outside}"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from advisor.report.contract import Report
+from advisor.report.formats import metrics_lines
 from advisor.report.formats.summary import KEY_FACTS, command_title, top_finding
-from advisor.scrape import display as metrics_display
 
 # Characters that would start markup inside a sentence or end a table cell.
 EVIDENCE = {"logged": "", "inferred": "*(inferred)* ", "metrics": "*(from /metrics)* "}
@@ -23,7 +23,7 @@ def render(reports: list[Report]) -> str:
 def section(report: Report) -> str:
     version = f" (vLLM {report.vllm_version})" if report.vllm_version else ""
     out = [f"### vllm-advisor: `{report.source}`{version}", "", verdict_line(report), ""]
-    out += [f"**{escape(line)}**\n" for line in metrics_display.head(report)]
+    out += [f"**{escape(line)}**\n" for line in metrics_lines.head(report)]
     top = top_finding(report)
     if top is not None:
         out += [EVIDENCE[top.evidence] + escape(top.message), ""]
@@ -52,8 +52,8 @@ def section(report: Report) -> str:
             for f in others
         ]
         out.append("")
-    if metrics_display.tail(report):
-        out += [f"- {escape(line)}" for line in metrics_display.tail(report)] + [""]
+    if metrics_lines.tail(report):
+        out += [f"- {escape(line)}" for line in metrics_lines.tail(report)] + [""]
     return "\n".join(out)
 
 

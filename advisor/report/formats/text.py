@@ -11,12 +11,11 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from advisor.command import shows_as_is, wrapped
 from advisor.report.about import rule_page
 from advisor.report.contract import Finding, Report
-from advisor.report.formats import sparklines
+from advisor.report.formats import metrics_lines, sparklines
+from advisor.report.formats.command_lines import shows_as_is, wrapped
 from advisor.report.formats.summary import EVIDENCE, KEY_FACTS, command_title, top_finding
-from advisor.scrape import display as metrics_display
 
 # On a backend other than CUDA the device is not a GPU: its memory facts are shown by what they are.
 NOT_GPU_LABELS = {"total_gpu_gib": "total_memory_gib", "free_gpu_gib": "free_memory_gib", "gpu_blocks": "kv_blocks"}
@@ -69,7 +68,7 @@ def write(out: Console, report: Report) -> None:
     else:
         where = f", line {verdict.line}" if verdict.line else ""
         out.print(f"[bold red]{verdict.phase.upper()} FAILURE: {verdict.failure}[/] ({verdict.rule}{where})")
-    for line in metrics_display.head(report):
+    for line in metrics_lines.head(report):
         out.print(f"[bold]{escape(line)}[/]")
     findings = report.findings
     top = top_finding(report)
@@ -107,7 +106,7 @@ def write(out: Console, report: Report) -> None:
                 f"{where}: {finding.rule} {finding.name}: {EVIDENCE[finding.evidence]}{escape(finding.message)}",
             )
             out.print(row)
-    for line in metrics_display.tail(report):
+    for line in metrics_lines.tail(report):
         out.print(escape(line))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.report.contract import Report
+from advisor.report.contract import JoinedReport, Report
 
 # The few figures an operator reads first, in order; the JSON has them all.
 SHOWN = (
@@ -20,9 +20,9 @@ SHOWN = (
 
 def head(report: Report) -> list[str]:
     """The one likely bottleneck, for the top of the report; nothing for a log-only report."""
-    section = getattr(report, "metrics", None)
-    if section is None:
+    if not isinstance(report, JoinedReport):
         return []
+    section = report.metrics
     if section.bottleneck:
         return [f"Likely bottleneck (from /metrics): {section.bottleneck}"]
     return ["Likely bottleneck (from /metrics): none found"] if section.read else []
@@ -30,9 +30,9 @@ def head(report: Report) -> list[str]:
 
 def tail(report: Report) -> list[str]:
     """What was read, from where and when; what could not be read; what became of the log's inferences."""
-    section = getattr(report, "metrics", None)
-    if section is None:
+    if not isinstance(report, JoinedReport):
         return []
+    section = report.metrics
     out = []
     for read in section.read:
         releases = f", names of vLLM {read.releases}" if read.releases else ""
