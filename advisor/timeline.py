@@ -426,11 +426,16 @@ def _stage_from_context(creating_weights: bool, phase: str, capturing: bool, siz
 
 
 def _started_mid_way(facts: list[Fact]) -> bool:
-    """An excerpt that shows serving before (or without) any startup step began after readiness."""
+    """An excerpt that shows serving (a serving sign, a death while serving, a record a serving-only logger
+    call printed) before (or without) any startup step began after readiness."""
     for fact in facts:
         if fact.kind in STARTUP_KINDS or fact.kind == "engine_start_failed":  # a start's step, or its failure
             return False
         if fact.kind in SERVING_KINDS or fact.kind in DEATH_WHILE_SERVING_KINDS or _stepping(fact):
+            return True
+        # A record that a serving-only logger call printed (its message, or the start of its traceback;
+        # an excerpt that starts among a traceback's frames is judged by the frames, below).
+        if fact.text.get("logged_in") == "serving" and fact.kind != "frame":
             return True
     serving_frames = STAGE_BY_FUNCTION["serving"]
     return any(f.kind == "frame" and _frame_name(f) in serving_frames for f in facts)

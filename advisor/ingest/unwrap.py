@@ -37,8 +37,10 @@ WRAPPERS = {
     "compose": re.compile(r"^[\w.\-]+ +\|(?: |$)"),
     # Servers built on vLLM that re-log its output through Python's logging (Xinference):
     # "2026-05-20 00:55:15,994 xinference.core.worker 155 ERROR    "
+    # (a vLLM logger's name and level stay: they are what shows its records to be vLLM's, parse/records.py)
     "python_logging": re.compile(
-        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [\w.\-]+ \d+ (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +"
+        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} "
+        r"(?:(?=vllm\.)|[\w.\-]+ \d+ (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +)"
     ),
     # ... and through column loggers (FastChat, loguru): "2024-04-27 10:13:05 | ERROR | stderr | ",
     # "2024-04-27 10:13:05.123 | INFO     | module:function:42 - "
@@ -67,6 +69,7 @@ RAY_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 RECORD_SEPARATOR = "\x1e"
 # What clean() cuts out of the middle of a line (colour codes, raw or as `cat -v` shows them, and
 # NULs), so a line holding one may hide an anchor from a search of its raw bytes.
+CARET_CR = "^M"
 CUT_FROM_INSIDE = ("\x1b", "^[[", "\ufffd[", "\x00")
 # The key of a journald JSON record, whose MESSAGE is decoded (JSON escapes or a list of byte
 # values): its anchors may not be in the raw bytes at all.
@@ -84,6 +87,9 @@ EMBEDDED_RECORD = re.compile(
 )
 # A line that begins with its own envelope already (a process tag, its "(" sometimes cut off as
 # pasted, a rank tag, a level).
+# A head before a vLLM record longer than this is no prefix (stern's pod and container, a gutter) but
+# a message a paste glued before the record: it is kept, not cut.
+MAX_UNNAMED_PREFIX = 160
 ENVELOPE_START = re.compile(
     r"\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |[A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
 )
@@ -100,6 +106,7 @@ def clean(raw: str, prefix: re.Pattern[str] | None = None) -> str:
         and not ENVELOPE_START.match(text.lstrip())
         and (record := EMBEDDED_RECORD.search(text, 1))
         and text[record.start() - 1].isspace()
+        and record.start() <= MAX_UNNAMED_PREFIX
     ):
         text = text[record.start() :]
     if RAY_NOTE in text:  # Ray's deduplication note ends the line
@@ -111,17 +118,22 @@ def clean(raw: str, prefix: re.Pattern[str] | None = None) -> str:
 def unwrapped(raw: str) -> str:
     """The line without colour codes, NULs, byte-order marks and the wrappers WRAPPERS names."""
     # CUT_FROM_INSIDE names what this line cuts from inside a line: keep the two in step.
-    return strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
+    text = strip_wrappers(ANSI.sub("", raw.replace("\x00", "").replace("\ufeff", "")))
+    # A CRLF line copied from a viewer that shows the CR in caret notation (cat -v, vim, less): "...^M".
+    return text.removesuffix(CARET_CR)
 
 
 def glued_records(text: str) -> list[str]:
     """A cleaned line's records: itself, or several where a paste lost the breaks between vLLM's
     records (each then begins with its envelope, after a space)."""
     first = text.find(".py:")
-    if first < 0 or text.find(".py:", first + 1) < 0 or not ENVELOPE_START.match(text):
+    if first < 0 or (text.find(".py:", first + 1) < 0 and ENVELOPE_START.match(text)):
         return [text]  # at most one envelope's "file.py:line": one record
+    # A line that does not begin with a record begins with a message a paste glued before them (clean
+    # cut a short prefix already): it is kept as a segment of its own.
     starts = [0] + [m.start() for m in EMBEDDED_RECORD.finditer(text, 1) if text[m.start() - 1].isspace()]
-    return [text[a:b].rstrip() for a, b in zip(starts, [*starts[1:], len(text)])]
+    segments = [text[a:b].rstrip() for a, b in zip(starts, [*starts[1:], len(text)])]
+    return [segment for segment in segments if segment.strip()] or [text]
 
 
 def strip_wrappers(text: str) -> str:

@@ -242,6 +242,8 @@ FOREIGN_STAGES = {
     "capture_end": "graph_capture",
     "__torch_function__": "model_init",
     "run_endpoint_function": "serving",
+    # verl's rollout worker, the RL trainers' way of running vLLM's generation (Ray's WorkerDict).
+    "generate_sequences": "serving",
 }
 REQUEST_VALIDATORS = frozenset({"_validate_model_inputs", "_validate_model_input", "_validate_input"})
 

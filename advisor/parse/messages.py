@@ -43,6 +43,8 @@ STAT_FACTS = {
 # An exit the operator asked for: systemd's signal names, and 128 + SIGINT / SIGTERM as shells and docker report them.
 OPERATOR_SIGNALS = {"TERM", "INT"}
 OPERATOR_EXIT_CODES = {130, 143}
+# The signal behind each of a shell's reports of a program it ran dying.
+SHELL_SIGNALS = {"Killed": "KILL", "Aborted": "ABRT", "Segmentation fault": "SEGV", "Bus error": "BUS"}
 # What the stats lines report of the moment, rather than of the run's configuration.
 STATE_NAMES = frozenset(STAT_FACTS.values()) | {"engine"}
 PROFILE_FACTS = {
@@ -303,6 +305,9 @@ class ToFacts(Transformer):
             return {"values": values, "text": {"outcome": "failed", "reason": "restart loop"}}
         if _token(c, "A_RAY_WORKER_DIED"):
             return {"values": values, "text": {"outcome": "failed", "reason": "Ray worker died"}}
+        if death := _token(c, "A_SHELL_SIGNAL_DEATH"):
+            signal = next(name for word, name in SHELL_SIGNALS.items() if word in death)
+            return {"values": values, "text": {"outcome": "failed", "signal": signal, "reason": "killed by a signal"}}
         code = values.get("exit_status")
         stopped = signal in OPERATOR_SIGNALS or code in OPERATOR_EXIT_CODES
         outcome = "stopped" if stopped else "clean" if code == 0 else "failed"
@@ -366,6 +371,10 @@ class ToFacts(Transformer):
         if VLLM_PATH.search(_token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or _token(c, "A_COLAB_FILE") or ""):
             text["package"] = "vllm"  # the frame runs vLLM's own code
         return {"text": text}
+
+    def nccl_error(self, c):
+        # The watchdog thread died of the device's error (an illegal memory access), not of NCCL's.
+        return {"text": {"cause": "device"}} if _token(c, "DEVICE_CAUSE") is not None else {}
 
     def serving_call(self, c):
         return {"text": {"function": _token(c, "A_SERVING_CALL") or ""}}

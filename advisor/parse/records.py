@@ -23,6 +23,10 @@ RECORD = re.compile(
     # the process tags vLLM's own processes print before their lines, whatever follows
     r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*"
     r"(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
+    # vLLM's loggers under a host's own format (Xinference's "%(name)s %(process)d %(levelname)s", Python's
+    # default "%(levelname)s:%(name)s:"): a logger named for a module of vLLM's package
+    r"|(?P<logger>\bvllm(?:\.\w+)+)(?: +\d+)? +(?P<logger_level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\b"
+    r"|\b(?P<default_level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<default_logger>vllm(?:\.\w+)+):"
 )
 # Where the first record is looked for: a vLLM log shows one within its first lines.
 HEAD_LINES = 2000
@@ -37,8 +41,10 @@ def first_record(lines: Iterable[Line]) -> Fact | None:
     for line in itertools.islice(lines, HEAD_LINES):
         found = RECORD.search(line.text)
         if found:
-            source = found["source"] or found["process"] or "uvicorn access log"
-            return Fact(kind="vllm_record", line=line.number, text={"source": source}, level=found["level"] or "INFO")
+            named = found["source"] or found["process"] or found["logger"] or found["default_logger"]
+            source = named or "uvicorn access log"
+            level = found["level"] or found["logger_level"] or found["default_level"] or "INFO"
+            return Fact(kind="vllm_record", line=line.number, text={"source": source}, level=level)
     return None
 
 

@@ -45,6 +45,20 @@ KNOWN_WRONG: dict[str, str] = {
     "11028": "Unsloth's 'Stdout stream ended before readiness message detected': a supervisor's words, not vLLM's",
     "12015": "CANN's 'Memory_Allocation_Failure(EL0004)' under vllm-omni's [Stage-0] tag; serving is in the thread",
     "12036": "V1's execute_model(scheduler_output) serves only, but V0's profiling runs a function of that name too",
+    "14003": "only the API server's DEBUG 'Waiting for 1 local ... core engine proc(s) to start': the hang is in the thread",
+    "14022": "a vision encoder's OOM during the profiling pass: the lone-OOM prior says weights",
+    "14028": "an EngineCore ERROR record cut after '[co' right after KV sizing: no words of its error",
+    "14071": "a watchdog's illegal memory access after V0's input dump, which profiling writes too: no serving sign",
+    "14081": "a V0 worker's MLA forward traceback cut before its error: serving is in the thread",
+    "14082": "RL-Factory's generate_sequences_loop and Ray's ActorDiedError: no vLLM frame or record",
+    "14084": "a watchdog's illegal memory access whose line a progress bar overwrote: no serving sign left",
+    "14085": "a sampler OOM cut before what PyTorch held: the lone-OOM prior says weights",
+    "14086": "verl's driver traceback cut inside Ray's TaskRunner header (a link pasted into it): no vLLM line",
+    "14089": "a worker's traceback cut in worker_busy_loop; the 200 OK access lines before it are not facts",
+    "14096": "a V0 sampler traceback under verl's RayTaskError header, cut before its error",
+    "14110": "Tenstorrent's DRAM OOM through V0's engine.py handler, whose [file:line] places nothing",
+    "14121": "XLA's RESOURCE_EXHAUSTED for a named request (cmpl-...): a request id is no serving sign yet",
+    "14125": "Tenstorrent's tt-metal DRAM OOM with no vLLM record at all",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -58,6 +72,9 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "10050": "the Gaudi fork's 'Loading model weights took 15.05 GiB of device memory (... GiB/30.15 GiB used)'",
     "11007": "the launch command is in the shell's 'Aborted (core dumped)' line, its flags abbreviated",
     "12054": "the poster re-wrapped the KV error, leaving 'the estimated maximum model length is N' a line of its own",
+    "14007": "gpu_memory_utilization is in the docker run command the poster pasted, not vLLM's output",
+    "14111": "utilization, TP size and length are in the docker run command the poster pasted, not vLLM's output",
+    "14118": "gpu_memory_utilization is in the shell's command line, not vLLM's output",
 }
 
 
