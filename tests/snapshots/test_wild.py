@@ -45,7 +45,7 @@ KNOWN_WRONG: dict[str, str] = {
     "11028": "Unsloth's 'Stdout stream ended before readiness message detected': a supervisor's words, not vLLM's",
     "12015": "CANN's 'Memory_Allocation_Failure(EL0004)' under vllm-omni's [Stage-0] tag; serving is in the thread",
     "12036": "V1's execute_model(scheduler_output) serves only, but V0's profiling runs a function of that name too",
-    "14003": "only the API server's DEBUG 'Waiting for 1 local ... core engine proc(s) to start': the hang is in the thread",
+    "14003": "only the API server's DEBUG 'Waiting for ... core engine proc(s) to start': the hang is in the thread",
     "14022": "a vision encoder's OOM during the profiling pass: the lone-OOM prior says weights",
     "14028": "an EngineCore ERROR record cut after '[co' right after KV sizing: no words of its error",
     "14071": "a watchdog's illegal memory access after V0's input dump, which profiling writes too: no serving sign",
