@@ -156,7 +156,7 @@ def _analyze_files(args: argparse.Namespace) -> int:
         pending = [analyze_one(paths[0], args.cmd, args.model_dir)]
     else:  # an archive: the logs are read in parallel
         results = pipeline.pending_many(paths, args.cmd, args.model_dir)
-        pending = [_checked(path, result) for path, result in zip(paths, results)]
+        pending = [_checked(path, result) for path, result in zip(paths, results, strict=True)]
     try:
         with writing("report"):
             if output == "json":

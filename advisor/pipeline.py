@@ -65,7 +65,7 @@ def pending_many(
             results = list(pool.map(_facts_or_error, paths, itertools.repeat(1)))
     return [
         result if isinstance(result, BaseException) else PendingReport(result, display_name(path), command, model)
-        for path, result in zip(paths, results)
+        for path, result in zip(paths, results, strict=True)
     ]
 
 

@@ -17,7 +17,7 @@ class VllmAdvisorDestination:
 
     def init(self, options: dict) -> bool:
         self.engine = StreamEngine(str(options.get("source", "syslog-ng")))
-        self.out = open(options["out"], "a", encoding="utf-8")
+        self.out = open(options["out"], "a", encoding="utf-8")  # noqa: SIM115  (open until deinit)
         return True
 
     def deinit(self) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from advisor.ingest import sources
 from advisor.live.launch import default_vllm_python
-from advisor.live.server import free_port  # noqa: F401  (the tests take it from here)
+from advisor.live.server import free_port as free_port  # the tests take it from here
 from advisor.report.build import analyze
 from advisor.report.contract import Report
 

@@ -60,7 +60,7 @@ def render(rows: list[dict]) -> str:
             f"{_cell(r['preemptions_before'])} -> {_cell(r['preemptions_after'])} |"
         )
     notes = [f"- {r['scenario']}: {note}" for r in rows for note in r["notes"]]
-    return "\n".join(lines + ([""] + notes if notes else []))
+    return "\n".join(lines + (["", *notes] if notes else []))
 
 
 def block(rows: list[dict]) -> str:

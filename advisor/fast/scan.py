@@ -49,7 +49,7 @@ def scan_file(path: str, engine: str | None = None, parts: int | None = None) ->
     matcher(engine), message_parser(), envelope_parser(), anchor_regex()
     later_parts = [
         background.start(_scan_part, path, start, end, engine, prefix)
-        for start, end in zip(starts[1:], starts[2:] + [None])
+        for start, end in zip(starts[1:], [*starts[2:], None], strict=True)
     ]
     try:
         facts, lines, consumed = _scan_lines(_read(path, 0, starts[1]), engine, prefix, _lines_at(path, starts[1]))

@@ -220,7 +220,7 @@ class _Recipe:
     def apply(self, text: str | bytes, line: int) -> list[Fact]:
         """The facts of a line of this recipe's key: its text, or its raw ASCII bytes (int and float read bytes)."""
         out = []
-        for fact, plan, process_span in zip(self.facts, self.plans, self.process_spans):
+        for fact, plan, process_span in zip(self.facts, self.plans, self.process_spans, strict=True):
             numbers = tuple([read(text[start:end]) for start, end, read in plan])
             process = fact.process
             if process_span:
@@ -255,7 +255,7 @@ def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, st
     if len(facts) != len(probed):
         return None
     changed = []
-    for index, (fact, other) in enumerate(zip(facts, probed)):
+    for index, (fact, other) in enumerate(zip(facts, probed, strict=False)):
         if (fact.kind, fact.text, fact.args, fact.level, fact.values.keys()) != (
             other.kind,
             other.text,

@@ -109,7 +109,7 @@ def stripped_prefix(raw: bytes, prefix: re.Pattern[str] | None = None) -> int | 
 
 def read_chunks(path: str) -> Iterator[bytes]:
     """The bytes of a file (gunzipped when it is gzip), or of stdin for '-'."""
-    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115  (closed in the finally below)
     try:
         head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
         if head == b"\x1f\x8b":

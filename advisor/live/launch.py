@@ -208,7 +208,7 @@ def record_memory(result: Round, report: Report, measured: tuple[float, float] |
 
 
 def memory_changed(first: tuple[float | None, float | None], second: tuple[float | None, float | None]) -> bool:
-    return any(a and b and abs(a - b) > MEMORY_CHANGE * max(a, b) for a, b in zip(first, second))
+    return any(a and b and abs(a - b) > MEMORY_CHANGE * max(a, b) for a, b in zip(first, second, strict=True))
 
 
 def reason(result: Round) -> str:

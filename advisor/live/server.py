@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -276,7 +277,7 @@ def stop(server: Server, grace: float = 30) -> int | None:
 
 
 def _take_launch_lock(wait: float) -> IO[str]:
-    lock = open(LAUNCH_LOCK, "a", encoding="utf-8")
+    lock = open(LAUNCH_LOCK, "a", encoding="utf-8")  # noqa: SIM115  (returned: its holder closes it)
     deadline = time.monotonic() + wait
     while True:
         try:
@@ -285,12 +286,12 @@ def _take_launch_lock(wait: float) -> IO[str]:
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 lock.close()
-                raise LaunchLockTimeout(f"waited {wait:g} s for the launch lock {LAUNCH_LOCK}: another launch holds it")
+                raise LaunchLockTimeout(
+                    f"waited {wait:g} s for the launch lock {LAUNCH_LOCK}: another launch holds it"
+                ) from None
             time.sleep(0.5)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the whole group is already gone
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        pass  # the whole group is already gone

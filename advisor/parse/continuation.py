@@ -65,7 +65,7 @@ def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) ->
     if not Counter(kind for kind, _ in joined) >= Counter(kind for kind, _ in alone):
         return False
     return len(joined) > len(alone) or any(
-        values != dict(alone_values) for (_, values), (_, alone_values) in zip(joined, alone)
+        values != dict(alone_values) for (_, values), (_, alone_values) in zip(joined, alone, strict=False)
     )
 
 

@@ -21,7 +21,7 @@ class Fact:
     only in line and numbers, so a day of stats lines fits in little memory. `values` makes the dict
     on each read, one of the caller's own."""
 
-    __slots__ = ("kind", "line", "names", "numbers", "text", "args", "process", "level")
+    __slots__ = ("args", "kind", "level", "line", "names", "numbers", "process", "text")
 
     def __init__(
         self,
@@ -47,7 +47,7 @@ class Fact:
 
     @property
     def values(self) -> dict[str, Number]:
-        return dict(zip(self.names, self.numbers))
+        return dict(zip(self.names, self.numbers, strict=True))
 
     def _fields(self) -> tuple:
         return self.kind, self.line, self.values, self.text, self.args, self.process, self.level
@@ -63,7 +63,9 @@ class Fact:
 
     def __repr__(self) -> str:
         fields = ("kind", "line", "values", "text", "args", "process", "level")
-        return "Fact(" + ", ".join(f"{name}={value!r}" for name, value in zip(fields, self._fields())) + ")"
+        return (
+            "Fact(" + ", ".join(f"{name}={value!r}" for name, value in zip(fields, self._fields(), strict=True)) + ")"
+        )
 
 
 def _made(kind, line, names, numbers, text, args, process, level) -> Fact:
@@ -162,7 +164,7 @@ def config_pairs(text: str) -> dict[str, str]:
             depth -= 1
         elif char == "," and depth == 0:
             boundaries.append(i)
-    for end in boundaries + [len(text)]:
+    for end in [*boundaries, len(text)]:
         key, sep, value = text[start:end].strip().partition("=")
         if sep and re.fullmatch(r"[a-z_]+", key):
             pairs[key] = value.strip()

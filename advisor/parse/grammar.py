@@ -173,7 +173,7 @@ class AnchorSearch:
     start is kept, so a line's messages, found one after another, search its text once.
     """
 
-    __slots__ = ("text", "starts")
+    __slots__ = ("starts", "text")
 
     def __init__(self, text: str):
         self.text = text
@@ -200,7 +200,7 @@ class AnchorSearch:
 class Envelope:
     """What the envelope grammar found: process tag, level, source file, and where the body starts."""
 
-    __slots__ = ("process", "level", "body", "source")
+    __slots__ = ("body", "level", "process", "source")
 
     def __init__(self, process: str | None, level: str | None, body: str, source: str | None = None):
         self.process, self.level, self.body, self.source = process, level, body, source

@@ -91,7 +91,7 @@ def _parts(children) -> dict:
 
 
 def _named(names: tuple[str, ...], children) -> dict[str, Number]:
-    return dict(zip(names, _numbers(children)))
+    return dict(zip(names, _numbers(children), strict=False))
 
 
 class ToFacts(Transformer):
@@ -188,7 +188,7 @@ class ToFacts(Transformer):
     def instance_can_use(self, c):
         found = _numbers(c)
         names = ("total_gpu_gib", "gpu_memory_utilization", "usable_gib") if len(found) == 3 else ("usable_gib",)
-        return {"values": dict(zip(names, found))}
+        return {"values": dict(zip(names, found, strict=False))}
 
     def weights_take(self, c):
         return {"values": _named(("weights_gib", "non_torch_gib", "activation_peak_gib", "kv_available_gib"), c)}

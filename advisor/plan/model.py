@@ -224,7 +224,7 @@ def _head_size(config: _Config, is_mla: bool, heads: int, hidden: int) -> int:
         rank = config.number("kv_lora_rank", ("kv_lora_rank",))
         rope = config.number("qk_rope_head_dim", ("qk_rope_head_dim",))
         return rank + rope
-    key, value = config.get("head_dim")
+    _key, value = config.get("head_dim")
     if isinstance(value, int) and value > 0:
         return config.number("head size", ("head_dim",))
     if config.get("hidden_size_per_head")[0]:
@@ -312,7 +312,7 @@ def _mamba_state(config: _Config, model_type: str, hidden: int) -> MambaState | 
         return None
     heads = config.number("mamba heads", ("mamba_n_heads", "num_heads"))
     head_dim = config.number("mamba head dim", ("mamba_d_head", "head_dim", "mamba_head_dim"))
-    key, ssm = config.get("mamba_d_ssm")
+    key, _ssm = config.get("mamba_d_ssm")
     if key:
         intermediate = config.number("mamba inner size", ("mamba_d_ssm",))
     elif config.get("mamba_expand")[0] or config.get("expand")[0]:

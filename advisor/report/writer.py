@@ -65,7 +65,9 @@ def event_json(event: Any) -> str:
     )
     template = _template(event.kind, names)
     if template is None or not _plain_numbers(numbers):
-        text = _dumps({"line": event.line, "kind": event.kind, "values": dict(zip(names, map(_finite, numbers)))})
+        text = _dumps(
+            {"line": event.line, "kind": event.kind, "values": dict(zip(names, map(_finite, numbers), strict=True))}
+        )
         return "    " + text.replace("\n", "\n    ")
     return template % (event.line, *numbers)
 
@@ -81,7 +83,7 @@ def _template(kind: str, names: tuple[str, ...]) -> str | None:
 
 def _plain_numbers(numbers: tuple) -> bool:
     """Whether %r writes each number as json.dumps does (one loop: it runs once per event)."""
-    for value in numbers:
+    for value in numbers:  # noqa: SIM110  (all() over a generator is slower here)
         # A bool's repr is not JSON, nor is a non-finite float's (inf - inf is nan only for those).
         if type(value) is not int and not (type(value) is float and value - value == 0):
             return False

@@ -100,7 +100,7 @@ def evaluate(source: str, names: Mapping[str, Any]) -> Any:
     return _eval(compile_expression(source).body, names)
 
 
-def _eval(node: ast.AST, names: Mapping[str, Any]) -> Any:
+def _eval(node: ast.AST, names: Mapping[str, Any]) -> Any:  # noqa: C901  (one case per node type)
     match node:
         case ast.Constant(value=value):
             return value
@@ -135,7 +135,7 @@ def _eval(node: ast.AST, names: Mapping[str, Any]) -> Any:
                 return None
         case ast.Compare(left=left, ops=ops, comparators=comparators):
             a = _eval(left, names)
-            for comparison, comparator in zip(ops, comparators):
+            for comparison, comparator in zip(ops, comparators, strict=True):
                 b = _eval(comparator, names)
                 if a is None or b is None:
                     return False

@@ -133,7 +133,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
-def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
+def arithmetic(v: dict[str, Any]) -> dict[str, Any]:  # noqa: C901  (each figure guarded by what it needs)
     """Derived quantities for rule templates and flag values; each appears only when computable."""
     out: dict[str, Any] = {}
     max_len = v.get("max_seq_len")
@@ -250,7 +250,7 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:
     out["parallel_units"], out["headroom_users"] = words["parallel_units"], words["headroom_users"]
     node = v.get("numa_node")
     if v.get("backend") == "cpu" and isinstance(node, (int, float)) and math.isfinite(node):
-        out["memory_place"] = "NUMA node %d" % node
+        out["memory_place"] = f"NUMA node {int(node)}"
     # The highest utilization worth suggesting here: the ceiling, and no more than what is free.
     out["utilization_cap"] = min(MAX_UTILIZATION, out.get("max_safe_utilization", MAX_UTILIZATION))
     return out

@@ -88,7 +88,7 @@ class Documented(BaseModel):
     @property
     def explanation(self) -> str:
         labels = ("What it detects", "Why", "Fix", "Trade-offs")
-        sections = zip(labels, (self.detects, self.why, self.fix, self.tradeoffs))
+        sections = zip(labels, (self.detects, self.why, self.fix, self.tradeoffs), strict=True)
         return "\n\n".join(f"{label}: {text.strip()}" for label, text in sections)
 
 

@@ -9,7 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 TIMEOUT_SECONDS = 10.0
 # One engine's /metrics is about 60 KB (fixtures/live); a thousand times that is no vLLM dump.
@@ -70,7 +70,7 @@ def _read_file(path: str, cap: int) -> Body:
         raise MetricsError(path, "permission denied") from None
     except OSError as error:
         raise MetricsError(path, f"cannot read: {error.strerror or error}") from None
-    return Body(_decoded(data, path, cap), path, datetime.now(timezone.utc), fetched=False)
+    return Body(_decoded(data, path, cap), path, datetime.now(UTC), fetched=False)
 
 
 class _SameSchemes(urllib.request.HTTPRedirectHandler):
@@ -111,7 +111,7 @@ def _fetch(url: str, timeout: float, cap: int) -> Body:
         raise MetricsError(name, f"no answer within {timeout:g} s") from None
     except (OSError, ValueError) as error:  # a reset connection, a malformed URL or port
         raise MetricsError(name, f"cannot fetch: {error}") from None
-    return Body(_decoded(data, name, cap), name, datetime.now(timezone.utc), fetched=True)
+    return Body(_decoded(data, name, cap), name, datetime.now(UTC), fetched=True)
 
 
 def _without_credentials(parts: urllib.parse.SplitResult) -> str:

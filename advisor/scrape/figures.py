@@ -12,7 +12,7 @@ from advisor.scrape.snapshot import Histogram, Snapshot
 FAILED_REASONS = ("error", "abort")
 
 
-def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Snapshot | None = None) -> dict[str, Any]:
+def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Snapshot | None = None) -> dict[str, Any]:  # noqa: C901  (each figure guarded by what the dump has)
     """Named numbers for the rules; a name is absent when the dump cannot give it (never divided by 0).
 
     With the previous poll of the same server, the counters count what happened in between: the

@@ -169,11 +169,7 @@ def file_chunks(path: str, from_start: bool, stop: threading.Event) -> Iterator[
             if rewritten or (same and current is not None and current.st_size < handle.tell()):
                 handle.seek(0)  # truncated in place (copytruncate), maybe refilled already
                 last = b""
-            elif same:
-                yield None
-                stop.wait(POLL_SECONDS)
-                continue
-            elif current is None or current.st_size == 0:  # moved or removed: the writer may not have reopened yet
+            elif same or current is None or current.st_size == 0:
                 yield None
                 stop.wait(POLL_SECONDS)
                 continue

@@ -28,9 +28,7 @@ def edited(text: str, settings: dict, observations: dict) -> str:
             for histogram, added in observations.items():
                 for seen, count in added:
                     bound = re.search(r'le="([^"]+)"', labels)
-                    if name == histogram + "_bucket" and float(bound[1]) >= seen:
-                        value += count
-                    elif name == histogram + "_count":
+                    if (name == histogram + "_bucket" and float(bound[1]) >= seen) or name == histogram + "_count":
                         value += count
                     elif name == histogram + "_sum":
                         value += seen * count

@@ -42,7 +42,7 @@ def test_a_folder_gives_each_log_the_report_it_gets_alone(archive):
     reports = json.loads(run.stdout)
     files = sorted(path for path in archive.rglob("*") if path.is_file() and ".trash" not in path.parts)
     assert [r["source"] for r in reports] == [str(path) for path in files]
-    for report, path in zip(reports, files):
+    for report, path in zip(reports, files, strict=True):
         assert report == json.loads(analyze(path).to_json())
 
 

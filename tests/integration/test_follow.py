@@ -49,7 +49,7 @@ def append(path, data: bytes) -> None:
 
 def test_stdin_ndjson_one_object_per_finding_and_exit_code():
     log = fixture_path("088").read_bytes()
-    done = subprocess.run(ADVISOR + ["follow"], input=log, capture_output=True, timeout=60)
+    done = subprocess.run([*ADVISOR, "follow"], input=log, capture_output=True, timeout=60)
     records = [json.loads(line) for line in done.stdout.decode().splitlines()]
     assert [(r["event"], r["rule"], r["line"], r["run"]) for r in records] == [("finding", "S101", 89, 0)]
     assert records[0]["schema"] == "vllm-advisor.finding/1" and records[0]["remediations"]

@@ -37,7 +37,7 @@ def test_every_line_read_once_across_rotation(tmp_path, mode):
     per_launch = launch.read_bytes().count(b"\n")
     total, log, port = per_launch * LAUNCHES, tmp_path / "vllm.log", free_port()
     follower = subprocess.Popen(
-        ADVISOR + ["follow", str(log), "--format", "ndjson", "--metrics-port", str(port)],
+        [*ADVISOR, "follow", str(log), "--format", "ndjson", "--metrics-port", str(port)],
         preexec_fn=sigint_default,
         stdout=subprocess.PIPE,
     )
@@ -63,5 +63,5 @@ def test_every_line_read_once_across_rotation(tmp_path, mode):
     # A line skipped or read twice would shift every later line number and run.
     assert found == [(k, k * per_launch + 89) for k in range(LAUNCHES)]
     if mode == "rename":  # the advisor only reads: the rotated files hold exactly what was written
-        rotated = sorted(tmp_path.glob("vllm.log.*"), key=lambda p: int(p.suffix[1:])) + [log]
+        rotated = [*sorted(tmp_path.glob("vllm.log.*"), key=lambda p: int(p.suffix[1:])), log]
         assert b"".join(p.read_bytes() for p in rotated) == launch.read_bytes() * LAUNCHES

@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-import plan_table  # noqa: E402  (tools/ is not a package)
+import plan_table
 
 CASES = plan_table.cases()
 

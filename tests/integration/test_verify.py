@@ -21,7 +21,7 @@ from advisor.live import ladder, launch, server
 from advisor.live import verify as live
 
 sys.path.insert(0, str(ROOT / "tools"))
-import verify_table  # noqa: E402
+import verify_table
 
 
 def test_the_corrected_command_becomes_api_server_arguments_on_our_own_port():

@@ -16,7 +16,7 @@ from advisor.live import launch
 from advisor.live import server as live_server
 
 sys.path.insert(0, str(ROOT / "tools" / "live"))
-import capture_scenarios  # noqa: E402  (the captured scenario's own load)
+import capture_scenarios
 
 pytestmark = pytest.mark.live
 

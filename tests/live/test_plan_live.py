@@ -12,8 +12,8 @@ from conftest import ROOT, VLLM_PYTHON
 
 sys.path.insert(0, str(ROOT / "tools/live"))
 sys.path.insert(0, str(ROOT / "tools"))
-import capture_plan  # noqa: E402  (tools/ and tools/live/ are not packages)
-import plan_table  # noqa: E402
+import capture_plan
+import plan_table
 
 pytestmark = pytest.mark.live
 

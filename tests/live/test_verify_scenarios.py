@@ -23,7 +23,7 @@ from advisor.pipeline import served_model
 from advisor.report.build import analyze
 
 sys.path.insert(0, str(ROOT / "tools"))
-import verify_table  # noqa: E402
+import verify_table
 
 pytestmark = pytest.mark.live
 # The most memory a relaunch may reserve here: the CPU backend commits its whole KV cache at startup, and a

@@ -31,7 +31,7 @@ from advisor.rules.remembered import RememberedCondition
 from advisor.timeline import TRACEBACK_KINDS
 
 sys.path.insert(0, str(ROOT / "tools/bench"))
-from generate_log import generate  # noqa: E402
+from generate_log import generate
 
 LOGS = sorted(FIXTURES.rglob("*.log"))
 

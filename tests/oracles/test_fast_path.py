@@ -17,7 +17,7 @@ from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser,
 from advisor.report.build import analyze, parse
 
 sys.path.insert(0, str(ROOT / "tools/bench"))
-from generate_log import generate  # noqa: E402
+from generate_log import generate
 
 LOGS = sorted(FIXTURES.rglob("*.log"))
 INSTALLED = {

@@ -126,7 +126,7 @@ def test_no_recovery_while_requests_wait():
     # 091 line 108: KV usage fell to 61.4% but 4 requests still wait: not over yet.
     lines = fixture_path("091").read_bytes().split(b"\n")
     engine = StreamEngine("091")
-    fed = [f for raw in lines[:120] + [lines[107]] for f in engine.feed_raw(raw)]
+    fed = [f for raw in [*lines[:120], lines[107]] for f in engine.feed_raw(raw)]
     assert [s.event for s in fed if s.finding.rule == "R103"] == ["finding"]
 
 
@@ -135,7 +135,7 @@ def test_recovery_of_another_engine_clears_nothing():
     lines = fixture_path("091").read_bytes().split(b"\n")
     other_engine = lines[125].replace(b"Engine 000:", b"Engine 001:")
     engine = StreamEngine("091")
-    fed = [f for raw in lines[:120] + [other_engine, lines[125]] for f in engine.feed_raw(raw)]
+    fed = [f for raw in [*lines[:120], other_engine, lines[125]] for f in engine.feed_raw(raw)]
     assert [(s.event, s.finding.line) for s in fed if s.finding.rule == "R103"] == [("finding", 120), ("recovery", 122)]
 
 

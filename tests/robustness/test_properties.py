@@ -30,7 +30,7 @@ NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"^[[33m", b"\x00", b"\r", b"\r
 
 def split_into_chunks(data: bytes, cuts: list[int]) -> list[bytes]:
     """The same bytes delivered in arbitrary chunk sizes, as a pipe would."""
-    points = sorted({min(c, len(data)) for c in cuts}) + [len(data)]
+    points = [*sorted({min(c, len(data)) for c in cuts}), len(data)]
     chunks, start = [], 0
     for point in points:
         chunks.append(data[start:point])

@@ -21,9 +21,10 @@ GENERATION = re.compile(rb"generation throughput: [\d.]+")
 
 
 def resident_kib() -> int:
-    for line in open("/proc/self/status", encoding="utf-8"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
+    with open("/proc/self/status", encoding="utf-8") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
     raise AssertionError("no VmRSS in /proc/self/status")
 
 

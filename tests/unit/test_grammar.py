@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -16,7 +17,7 @@ def grammar_samples() -> list[tuple[str, dict, str, str]]:
     samples = []
     for path in sorted((ROOT / "grammars").glob("*.lark")):
         lines = path.read_text().splitlines()
-        for head, body in zip(lines, lines[1:]):
+        for head, body in itertools.pairwise(lines):
             if head.startswith("// sample "):
                 kind, _, rest = head.removeprefix("// sample ").partition(" ")
                 values = json.JSONDecoder().raw_decode(rest)[0]

@@ -78,7 +78,7 @@ GRAPH = {module_name(path): imports(path) - {"advisor"} for path in MODULES}
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
 def test_only_the_pipeline_and_streaming_import_the_fast_path(path):
     importer = module_name(path)
-    if importer.startswith(("advisor.fast",) + FAST_DOOR):
+    if importer.startswith(("advisor.fast", *FAST_DOOR)):
         return
     fast = sorted(name for name in imported_modules(path) if name == "advisor.fast" or name.startswith("advisor.fast."))
     assert not fast, f"{importer} imports {fast}: go through advisor.pipeline"
@@ -130,10 +130,10 @@ def test_the_import_graph_has_no_circle():
     done: set[str] = set()
 
     def visit(module: str, path: tuple[str, ...]) -> None:
-        assert module not in path, " -> ".join(path[path.index(module) :] + (module,))
+        assert module not in path, " -> ".join((*path[path.index(module) :], module))
         if module not in done:
             for target in sorted(GRAPH.get(module, ())):
-                visit(target, path + (module,))
+                visit(target, (*path, module))
             done.add(module)
 
     for module in sorted(GRAPH):

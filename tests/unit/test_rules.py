@@ -50,7 +50,7 @@ def test_matching_finds_what_judging_every_event_whole_finds(path):
         expected = without_superseded([plain[index] for index in sorted(plain)])
         found = match_run(run, rules)
         assert [(m.rule.code, m.event.line) for m in found] == [(m.rule.code, m.event.line) for m in expected]
-        for got, want in zip(found, expected):  # equal, and of the same types: 1 and 1.0 print apart
+        for got, want in zip(found, expected, strict=True):  # equal, and of the same types: 1 and 1.0 print apart
             assert got.context == want.context
             assert {k: type(v) for k, v in got.context.items()} == {k: type(v) for k, v in want.context.items()}
 

@@ -14,7 +14,7 @@ from advisor import follow_lines
 from advisor.cli import main
 
 sys.path.insert(0, str(ROOT / "tools"))
-from write_schemas import schema_texts  # noqa: E402
+from write_schemas import schema_texts
 
 SCHEMAS = ROOT / "advisor" / "report" / "schemas"
 GOLDEN_REPORTS = sorted((ROOT / "tests" / "snapshots" / "test_corpus").glob("*.json"))

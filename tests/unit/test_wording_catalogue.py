@@ -11,8 +11,8 @@ from advisor.parse.facts import number
 from advisor.parse.grammar import parse_line
 
 sys.path.insert(0, str(ROOT / "tools" / "wordings"))
-import catalogue  # noqa: E402
-import samples  # noqa: E402
+import catalogue
+import samples
 
 ENTRIES = catalogue.read()
 RECOGNISED = [entry for entry in ENTRIES if "kind" in entry]

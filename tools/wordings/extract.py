@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import catalogue  # noqa: E402
-from harvest import CACHE, cached, harvest  # noqa: E402
-from sources import releases, version_key  # noqa: E402
+import catalogue
+from harvest import CACHE, cached, harvest
+from sources import releases, version_key
 
 
 def main(argv: list[str] | None = None) -> int:

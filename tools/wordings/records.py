@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harvest import CACHE, cached  # noqa: E402
-from sources import version_key  # noqa: E402
+from harvest import CACHE, cached
+from sources import version_key
 
-from advisor.ingest.sources import Line  # noqa: E402
-from advisor.parse.grammar import parse_line  # noqa: E402
-from advisor.parse.records import first_record  # noqa: E402
+from advisor.ingest.sources import Line
+from advisor.parse.grammar import parse_line
+from advisor.parse.records import first_record
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "fixtures" / "wordings" / "records.json"
@@ -111,7 +111,7 @@ def raised(entry: dict) -> bool:
     or by a fact of its own (AsyncEngineDeadError's words are engine_dead)."""
     line = f"{entry['raises']}: {filled(entry)}".splitlines()[0]
     facts = parse_line(line, 1)
-    return any(f.kind == "exception" and f.text["type"] == entry["raises"] or f.kind in OWN_FACTS for f in facts)
+    return any((f.kind == "exception" and f.text["type"] == entry["raises"]) or f.kind in OWN_FACTS for f in facts)
 
 
 def recognised(record: dict) -> bool:
@@ -133,9 +133,11 @@ def table(records: list[dict], catalogue: list[dict], raises: list[dict]) -> str
         f"| level | logger calls ({first} – {last}) | recognised as a vLLM record | read by a fact of its own |",
         "| --- | ---: | ---: | ---: |",
     ]
-    for level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        if by_level[level]:
-            rows.append(f"| {level} | {by_level[level]} | {known[level]} | {specific[level]} |")
+    rows.extend(
+        f"| {level} | {by_level[level]} | {known[level]} | {specific[level]} |"
+        for level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+        if by_level[level]
+    )
     rows.append(f"| **all** | {len(records)} | {sum(known.values())} | {sum(specific.values())} |")
     facts = {
         (e["template"], e["file"])

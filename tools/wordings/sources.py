@@ -31,7 +31,7 @@ SIMPLE_INDEX = "https://pypi.org/simple/vllm/"
 def version_key(version: str) -> tuple:
     """Orders 0.9.0 < 0.9.0.1 < 0.10.0 and 0.8.5 < 0.8.5.post1 without packaging."""
     release, _, post = version.partition(".post")
-    return tuple(int(part) for part in release.split(".")) + (int(post or -1),)
+    return (*tuple(int(part) for part in release.split(".")), int(post or -1))
 
 
 def releases(first: str = "0.1.0", last: str = "0.33.0") -> list[str]:

@@ -33,4 +33,4 @@ def wrapped(printed: str, width: int, indent: str = "  ") -> list[str]:
             current = indent + "    " + group
         else:
             current = current + (" " if current.strip() else "") + group
-    return lines + [current]
+    return [*lines, current]
