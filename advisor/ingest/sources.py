@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.ingest import prefixes
-from advisor.ingest.unwrap import CUT_FROM_INSIDE, RAY_NOTE, clean, glued_records, journal_message, unwrapped
+from advisor.ingest.unwrap import CARET_CR, CUT_FROM_INSIDE, RAY_NOTE, clean, glued_records, journal_message, unwrapped
 
 # A line longer than this is cut: a 200 MB "line" is binary junk, not a message.
 MAX_LINE = 64 * 1024
@@ -90,7 +90,7 @@ def _segments(raw: bytes) -> list[str]:
 # What makes line_segments do more to a line than decode it and strip wrappers from its start: a CR
 # or LF splits it, MESSAGE may mean a journald record, what unwrap cuts from inside a line or off its
 # end. None holds a digit, so lines that differ only in digits agree on them.
-RESHAPING = tuple(mark.encode() for mark in ("\r", "\n", "MESSAGE", *CUT_FROM_INSIDE, RAY_NOTE))
+RESHAPING = tuple(mark.encode() for mark in ("\r", "\n", "MESSAGE", *CUT_FROM_INSIDE, RAY_NOTE, CARET_CR))
 
 
 def stripped_prefix(raw: bytes, prefix: re.Pattern[str] | None = None) -> int | None:
