@@ -437,6 +437,8 @@ def _started_mid_way(facts: list[Fact]) -> bool:
         # an excerpt that starts among a traceback's frames is judged by the frames, below).
         if fact.text.get("logged_in") == "serving" and fact.kind != "frame":
             return True
+        if fact.text.get("request"):  # an error record names a request the server had taken in
+            return True
     serving_frames = STAGE_BY_FUNCTION["serving"]
     return any(f.kind == "frame" and _frame_name(f) in serving_frames for f in facts)
 

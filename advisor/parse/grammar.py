@@ -281,6 +281,16 @@ def logged_stage(envelope: Envelope) -> str:
     return logged_at().get(envelope.source, "")
 
 
+# The OpenAI server's request ids (vllm/entrypoints/openai: "chatcmpl-" and "cmpl-" then a uuid's hex, V1's
+# engine adds "-0"): an error that names one happened to a request the server had taken in.
+REQUEST_ID = re.compile(r"\b(?:chat)?cmpl-[0-9a-f]{16}")
+
+
+def names_a_request(envelope: Envelope) -> bool:
+    """Whether an error record names a request the server took in (a serving sign)."""
+    return envelope.level in ("ERROR", CRITICAL) and "cmpl-" in envelope.body and bool(REQUEST_ID.search(envelope.body))
+
+
 def logged_answered(envelope: Envelope) -> bool:
     """Whether an error record was logged by a handler that answers the request and goes on."""
     return envelope.source is not None and envelope.level == "ERROR" and envelope.source in answered_at()
@@ -301,10 +311,13 @@ def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
     envelope = split_envelope(text, parse)
     logged_in = logged_stage(envelope)
     answered = logged_answered(envelope)
+    request = names_a_request(envelope)
     facts: list[Fact] = []
     for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
         if logged_in:
             words = {**words, "logged_in": logged_in}
+        if request:
+            words = {**words, "request": "named"}
         if answered:
             words = {**words, "answered": "yes"}
         facts.append(

@@ -57,7 +57,6 @@ KNOWN_WRONG: dict[str, str] = {
     "14089": "a worker's traceback cut in worker_busy_loop; the 200 OK access lines before it are not facts",
     "14096": "a V0 sampler traceback under verl's RayTaskError header, cut before its error",
     "14110": "Tenstorrent's DRAM OOM through V0's engine.py handler, whose [file:line] places nothing",
-    "14121": "XLA's RESOURCE_EXHAUSTED for a named request (cmpl-...): a request id is no serving sign yet",
     "14125": "Tenstorrent's tt-metal DRAM OOM with no vLLM record at all",
 }
 # Cases whose labelled numbers are not all found yet.
