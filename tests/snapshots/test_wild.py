@@ -56,8 +56,8 @@ KNOWN_WRONG: dict[str, str] = {
     "14086": "verl's driver traceback cut inside Ray's TaskRunner header (a link pasted into it): no vLLM line",
     "14089": "a worker's traceback cut in worker_busy_loop; the 200 OK access lines before it are not facts",
     "14096": "a V0 sampler traceback under verl's RayTaskError header, cut before its error",
-    "14110": "Tenstorrent's DRAM OOM through V0's engine.py handler, whose [file:line] places nothing",
-    "14125": "Tenstorrent's tt-metal DRAM OOM with no vLLM record at all",
+    "14110": "Tenstorrent's DRAM OOM through V0's engine.py handler, whose [file:line] places nothing: weights",
+    "14125": "tt-metal's DRAM OOM while its KV cache is allocated, no vLLM record: the lone-OOM prior says weights",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {

@@ -13,6 +13,9 @@ WIDTHS = (120, 160)
 # be read on from (the prefilter finds lines by those words); an exception's class cut in two is read
 # as another.
 KNOWN = {
+    (120, "14110"): "the words of tt-metal's out-of-memory error cut by the wrap",
+    (120, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
+    (160, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
     (120, "034"): "the words that place the out-of-memory error cut by the wrap",
     (120, "315"): "the exception's class name cut by the wrap",
     (120, "3026"): "an anchor's words (a request's abort) cut by the wrap",
