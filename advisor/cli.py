@@ -6,6 +6,7 @@ import argparse
 import gc
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from importlib import resources
@@ -130,7 +131,7 @@ def analyze_files(argv: list[str]) -> int:
 
 
 @contextmanager
-def rare_collections():
+def rare_collections() -> Iterator[None]:
     """An analysis makes many objects that live to its end (facts, events) and few cycles: the cyclic
     garbage collector's passes over them cost more than the garbage they find, so it runs less often."""
     threshold = gc.get_threshold()
@@ -185,7 +186,7 @@ def _with_metrics(args: argparse.Namespace, output: str) -> int:
 
 
 @contextmanager
-def writing(what: str):
+def writing(what: str) -> Iterator[None]:
     """Around writes to stdout: a full disk or a revoked terminal is a one-line error like any
     other; a reader that left (BrokenPipeError) is main's to keep quiet about."""
     try:

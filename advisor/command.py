@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from advisor.timeline import Run
@@ -124,11 +125,12 @@ def original(run: Run | None, user_command: str | None) -> list[str] | None:
         return None
     # The entry point the log names (a deprecation warning of the module's); `vllm serve` otherwise.
     entry = API_SERVER if any(f.kind == "api_server_entry" for f in run.facts) else VLLM_SERVE
-    for kind, build in (
+    builders: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
         ("non_default_args", lambda a: from_args(a, None, entry)),
         ("namespace_args", lambda a: from_args(a, NAMESPACE_DEFAULTS, entry)),
         ("engine_config", lambda a: from_config(a, entry)),
-    ):
+    )
+    for kind, build in builders:
         fact = next((f for f in reversed(run.facts) if f.kind == kind and f.args), None)
         if fact is not None:
             return build(fact.args)

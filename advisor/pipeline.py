@@ -22,7 +22,7 @@ from advisor.report.build import build_report, parse
 from advisor.report.contract import Report
 
 # A log is a path (str or os.PathLike; '-' is stdin), its bytes, or an iterable of its lines.
-Log = str | os.PathLike | bytes | Iterable[str]
+Log = str | os.PathLike[str] | bytes | Iterable[str]
 __all__ = ["Log", "PendingReport", "ProcessDied", "analyze", "display_name", "facts", "pending", "pending_many"]
 
 

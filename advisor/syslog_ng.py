@@ -5,6 +5,8 @@ Findings are appended to a file as JSON lines.
 
 from __future__ import annotations
 
+from typing import Any
+
 from advisor import StreamEngine, StreamFinding
 
 
@@ -15,7 +17,7 @@ class VllmAdvisorDestination:
     records); "source", the name findings carry (default "syslog-ng").
     """
 
-    def init(self, options: dict) -> bool:
+    def init(self, options: dict[str, Any]) -> bool:
         self.engine = StreamEngine(str(options.get("source", "syslog-ng")))
         self.out = open(options["out"], "a", encoding="utf-8")  # noqa: SIM115  (open until deinit)
         return True
@@ -25,7 +27,7 @@ class VllmAdvisorDestination:
         self._write(self.engine.finish())
         self.out.close()
 
-    def send(self, msg) -> bool:
+    def send(self, msg: Any) -> bool:  # a syslog.LogMessage, importable only inside syslog-ng
         message = msg["MESSAGE"]  # bytes in syslog-ng 3.38; a str in some other versions
         self._write(self.engine.feed_raw(message))
         return True

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from operator import attrgetter
 from types import MappingProxyType
+from typing import Any
 
 from advisor.parse.facts import Fact, Number
 from advisor.parse.grammar import FOREIGN_STAGES, REQUEST_VALIDATORS
@@ -176,7 +177,7 @@ class Run:
             (f.line for f in self.facts if f.kind == "shutdown" or (f.kind == "exception" and _interrupted(f))), None
         )
 
-    def launch_args(self) -> dict:
+    def launch_args(self) -> dict[str, Any]:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
 
     def root_cause(self, before_line: int) -> str | None:
@@ -291,7 +292,7 @@ def _before_unfinished_capture(facts: list[Fact]) -> set[int]:
     return {id(f) for f in facts if f.line <= start.line and f.process != start.process}
 
 
-def _in_serving_loop(frames) -> bool:
+def _in_serving_loop(frames: Sequence[str]) -> bool:
     """Whether a traceback runs in the serving loop, or its innermost staged frame serves requests."""
     return bool(frames) and (not SERVING_LOOPS.isdisjoint(frames) or stage_from_frames(tuple(frames)) == "serving")
 

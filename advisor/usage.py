@@ -7,6 +7,7 @@ Every subcommand's parser is a OneLineParser; cli.main turns an InputError into 
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 
 class InputError(Exception):
@@ -16,5 +17,5 @@ class InputError(Exception):
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one 'vllm-advisor: ...' line like every other error."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise InputError(f"{message} (see --help)")

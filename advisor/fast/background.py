@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import sys
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import Any
 
 
@@ -28,7 +29,7 @@ def start(work: Callable[..., Any], *args: Any) -> Pending:
 class Pending:
     """Work started in a forked process: result() waits for what it returned, or raises what it raised."""
 
-    def __init__(self, work: Callable[..., Any], args: tuple):
+    def __init__(self, work: Callable[..., Any], args: tuple[Any, ...]):
         self.work, self.args, self.child = work, args, None
         if can_fork():
             context = multiprocessing.get_context("fork")
@@ -65,7 +66,7 @@ class _Raised:
         self.error = error
 
 
-def _run(work: Callable[..., Any], args: tuple, sender) -> None:
+def _run(work: Callable[..., Any], args: tuple[Any, ...], sender: Connection[Any, Any]) -> None:
     # Text this process inherited in stdout's buffer is the parent's to write: multiprocessing
     # flushes the standard streams when the child ends, so it would come out twice.
     sys.stdout = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import TextIO
+from typing import Any, TextIO, overload
 
 from advisor.fast import background
 from advisor.parse.facts import Fact
@@ -28,7 +28,11 @@ class EventsView(Sequence[EventOut]):
     def __len__(self) -> int:
         return len(self.facts)
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> EventOut: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[EventOut]: ...
+    def __getitem__(self, index: int | slice) -> EventOut | list[EventOut]:
         if isinstance(index, slice):
             return [_event(fact) for fact in self.facts[index]]
         return _event(self.facts[index])
@@ -52,12 +56,12 @@ class PackedReport(Report):
         return Report.model_construct(self.model_fields_set, **fields)
 
     # Whoever wants the whole report as data gets the plain Report's, events and all.
-    def model_dump(self, **options):
+    def model_dump(self, **options: Any) -> dict[str, Any]:
         if "events" in (options.get("exclude") or ()):  # the JSON writer, which writes the events itself
             return super().model_dump(**options)
         return self.as_report().model_dump(**options)
 
-    def model_dump_json(self, **options):
+    def model_dump_json(self, **options: Any) -> str:
         return self.as_report().model_dump_json(**options)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import cast
 
 from advisor.ingest.unwrap import CUT_FROM_INSIDE, JOURNAL_KEY
 from advisor.parse.grammar import CRITICAL, anchor_words
@@ -18,14 +19,15 @@ def anchor_literals() -> tuple[bytes, ...]:
     return tuple(dict.fromkeys(word.encode() for word in (*anchor_words(), *ALWAYS_CANDIDATES)))
 
 
-# A matcher takes a buffer and returns the offsets of every literal hit (any order, repeats allowed).
-Matcher = Callable[[bytes], list[int]]
+# A matcher takes a buffer (a full block is the reader's reused bytearray) and returns the offsets of every
+# literal hit (any order, repeats allowed).
+Matcher = Callable[[bytes | bytearray], list[int]]
 
 
 def find_matcher(literals: tuple[bytes, ...]) -> Matcher:
     """Portable engine: one C-speed bytes.find pass per literal, skipping to the next line after a hit."""
 
-    def offsets(buffer: bytes) -> list[int]:
+    def offsets(buffer: bytes | bytearray) -> list[int]:
         hits = []
         for literal in literals:
             find, position = buffer.find, 0
@@ -50,13 +52,14 @@ def hyperscan_matcher(literals: tuple[bytes, ...]) -> Matcher:
     )
     scratch = hyperscan.Scratch(database)
 
-    def offsets(buffer: bytes) -> list[int]:
+    def offsets(buffer: bytes | bytearray) -> list[int]:
         hits: list[int] = []
 
         def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
             hits.append(end - 1)  # any offset inside the line will do
 
-        database.scan(buffer, match_event_handler=on_match, scratch=scratch)
+        # The stub says str or bytes; the C code scans any buffer, the reader's bytearray too.
+        database.scan(cast(bytes, buffer), match_event_handler=on_match, scratch=scratch)
         return hits
 
     return offsets
@@ -69,7 +72,7 @@ def ahocorasick_matcher(literals: tuple[bytes, ...]) -> Matcher:
 
     automaton = BytesAhoCorasick(list(literals))
 
-    def offsets(buffer: bytes) -> list[int]:
+    def offsets(buffer: bytes | bytearray) -> list[int]:
         return [start for _, start, _ in automaton.find_matches_as_indexes(buffer)]
 
     return offsets
@@ -107,7 +110,7 @@ def _with_bytes(find_longer: Matcher, single_bytes: list[bytes]) -> Matcher:
     # A one-byte literal makes the multi-literal engines several times slower over the whole buffer,
     # and these bytes (ESC, NUL) are rare: memchr finds that a block holds none almost for free.
     # In a coloured log they are on every line: one hit per line is enough.
-    def offsets(buffer: bytes) -> list[int]:
+    def offsets(buffer: bytes | bytearray) -> list[int]:
         hits = find_longer(buffer)
         for byte in single_bytes:
             hit = buffer.find(byte)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from advisor.fast import background
-from advisor.fast.prefilter import matcher
+from advisor.fast.prefilter import Matcher, matcher
 from advisor.fast.templates import FactTemplates
 from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE, line_segments
@@ -163,7 +163,7 @@ def _scan_lines(
     find_hits, reader, bound = matcher(engine), CandidateReader(prefix), TracebackBound()
     facts: list[Fact] = []
 
-    def read(buffer: bytes, start: int, stop: int, number: int, final: bool) -> int | None:
+    def read(buffer: bytes | bytearray, start: int, stop: int, number: int, final: bool) -> int | None:
         read = reader(buffer, start, stop, number, final)
         if read is None:
             return None
@@ -207,7 +207,9 @@ class CandidateReader:
         self.prefix = prefix  # the per-line prefix learned from the log's head (sources.learned_prefix)
         self.templates = FactTemplates(prefix)
 
-    def __call__(self, buffer: bytes, start: int, stop: int, number: int, final: bool) -> tuple[list, int] | None:
+    def __call__(
+        self, buffer: bytes | bytearray, start: int, stop: int, number: int, final: bool
+    ) -> tuple[list[Fact], int] | None:
         """(facts of the line buffer[start:stop], where the lines it read end: `stop` for itself alone),
         or None when it needs lines the buffer does not hold yet (`final`: no more will come)."""
         raw = bytes(memoryview(buffer)[start:stop])  # one copy of the line, whatever the buffer
@@ -246,7 +248,7 @@ def _after_lines(buffer: bytes | bytearray, start: int, count: int) -> int:
 
 
 def _following(
-    buffer: bytes, stop: int, final: bool, prefix: re.Pattern[str] | None
+    buffer: bytes | bytearray, stop: int, final: bool, prefix: re.Pattern[str] | None
 ) -> tuple[list[str], list[int], bool]:
     """The texts of the one-segment lines after the line that ends at `stop`, where each ends, and
     whether that settles which lines follow (the data ends, a line of several segments, or enough).
@@ -289,7 +291,14 @@ def _blocks(chunks: Iterable[bytes | bytearray]) -> Iterable[bytes | bytearray]:
 
 
 def scan_buffer(
-    buffer: bytes | bytearray, end: int, number: int, skip: int, find_hits, read, final: bool, begin: int = 0
+    buffer: bytes | bytearray,
+    end: int,
+    number: int,
+    skip: int,
+    find_hits: Matcher,
+    read: Callable[[bytes | bytearray, int, int, int, bool], int | None],
+    final: bool,
+    begin: int = 0,
 ) -> tuple[int, int | None, int]:
     """read() the candidate lines of buffer[begin:end] (the buffer may go on: lines to read on into).
 

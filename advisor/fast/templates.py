@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import cast, overload
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from advisor.ingest.sources import stripped_prefix
-from advisor.parse.facts import Fact, number
-from advisor.parse.grammar import LOCATED_ERROR, may_state_facts, parse_line, terminal_notes
+from advisor.parse.facts import Fact, Number, number
+from advisor.parse.grammar import LOCATED_ERROR, Parse, may_state_facts, parse_line, terminal_notes
 
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
 # a cached tree sits at the same offsets in any line with the same key.
@@ -39,9 +41,9 @@ class TemplateCache:
     """
 
     def __init__(self) -> None:
-        self.trees: dict[tuple[int, str], Tree | LarkError] = {}
+        self.trees: dict[tuple[int, str], Tree[Token] | LarkError] = {}
 
-    def parse(self, parser: Lark, text: str) -> Tree:
+    def parse(self, parser: Lark, text: str) -> Tree[Token]:
         if len(text) > MAX_CACHED_LINE or BYPASS.search(text):
             return parser.parse(text)
         key = (id(parser), text.translate(DIGITS_TO_ZERO))
@@ -60,7 +62,11 @@ class TemplateCache:
         return _with_text(cached, text)
 
 
-def _with_text(node, text: str):
+@overload
+def _with_text(node: Tree[Token], text: str) -> Tree[Token]: ...
+@overload
+def _with_text(node: Token | Tree[Token], text: str) -> Token | Tree[Token]: ...
+def _with_text(node: Token | Tree[Token] | None, text: str) -> Token | Tree[Token] | None:
     """A copy of a tree whose tokens take their values from `text` at the same offsets."""
     if isinstance(node, Token):
         return node.update(value=text[node.start_pos : node.end_pos])
@@ -72,6 +78,8 @@ def _with_text(node, text: str):
 # A number as the probes change it: digits, maybe one decimal part. A value read from a longer
 # token ("1,048,576", "2.5GiB") changes with several spans or not like number(): no recipe then.
 NUMBER_SPAN = re.compile(r"\d+(?:\.\d+)?")
+# What reads a value from its span of a line, the text or its raw ASCII bytes (int, float, or a constant).
+Reader = Callable[[str | bytes], Number]
 PROCESS = "@process"  # a recipe place for the process tag, not a value name
 SHIFT_DIGITS = str.maketrans("0123456789", "1234567890")
 
@@ -159,7 +167,7 @@ class FactTemplates:
         return _recipe(facts, sources, text)
 
 
-def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], parse) -> _Recipe | None:
+def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], parse: Parse) -> _Recipe | None:
     """The recipe from one probe with every digit changed, when each changed value reads as exactly
     one number of the line before and after: a line has a dozen numbers, and a probe costs as
     much as a parse. None when that is not so (the caller then probes number by number)."""
@@ -191,9 +199,10 @@ def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], 
     readers = {place: _reader(text[start:end]) for place, (start, end) in sources.items() if place[1] != PROCESS}
     if None in readers.values():
         return None
+    found = cast(dict[tuple[int, str], Reader], readers)  # None is not among them now
     plans = [
         [
-            (*sources[index, name], readers[index, name]) if (index, name) in sources else (0, 0, _constant(value))
+            (*sources[index, name], found[index, name]) if (index, name) in sources else (0, 0, _constant(value))
             for name, value in fact.values.items()
         ]
         for index, fact in enumerate(facts)
@@ -204,7 +213,9 @@ def _recipe(facts: list[Fact], sources: dict[tuple[int, str], tuple[int, int]], 
 class _Recipe:
     __slots__ = ("facts", "plans", "process_spans", "processes")
 
-    def __init__(self, facts: list[Fact], plans: list[list], process_spans: list[tuple[int, int] | None]):
+    def __init__(
+        self, facts: list[Fact], plans: list[list[tuple[int, int, Reader]]], process_spans: list[tuple[int, int] | None]
+    ):
         self.facts = facts
         # Per fact, per value in order: (start, end, reader) of its number in the line.
         self.plans = plans
@@ -232,12 +243,12 @@ class _Recipe:
         return out
 
 
-def _constant(value):
+def _constant(value: Number) -> Reader:
     """The reader of a value that no number of the line changes."""
     return lambda _: value
 
 
-def _reader(span_text: str):
+def _reader(span_text: str) -> Reader | None:
     """number() for every span of this one's shape (same digit count, same point), made cheap: with
     a point it is float(); up to 15 digits a float holds the integer exactly, so it is int().
 
@@ -274,7 +285,7 @@ def _changed_values(facts: list[Fact], probed: list[Fact]) -> list[tuple[int, st
     return changed
 
 
-def _reads(value, span_text: str) -> bool:
+def _reads(value: Number, span_text: str) -> bool:
     """Whether a value is exactly number() of this span, type included."""
     read = number(span_text)
     return (type(value), value) == (type(read), read)

@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from advisor import pipeline
 from advisor.command import API_SERVER, apply
@@ -37,7 +37,7 @@ class Round:
 
     command: str
     outcome: str  # fixed | still failing | timed out | could not run
-    verdict: dict = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
     startup_seconds: float | None = None
     kv_cache_tokens: int | float | None = None
     completion_status: int | None = None
@@ -256,6 +256,6 @@ def sequences_that_fit(kv_tokens: int, request_tokens: int, block: int) -> int:
     return max(1, (kv_tokens // block - 1) // math.ceil(request_tokens / block))
 
 
-def shown(value) -> str:
+def shown(value: object) -> str:
     """A figure as the reports print it: '-' when unknown."""
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)

@@ -41,7 +41,7 @@ class LaunchLockTimeout(RuntimeError):
 class Server:
     """A running (or finished) vLLM server started by `start`."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     argv: list[str]
     port: int
     log_path: Path
@@ -75,7 +75,8 @@ class Completion:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def port_is_free(port: int) -> bool:

@@ -136,7 +136,7 @@ def advised_sequences(argv: list[str], original: list[str], report: Report, chec
 
 
 def machine_changed(first: tuple[float | None, float | None], second: tuple[float | None, float | None]) -> str:
-    def shown(pair):
+    def shown(pair: tuple[float | None, float | None]) -> str:
         return "/".join("?" if v is None else f"{v:g}" for v in pair) + " GiB"
 
     return (

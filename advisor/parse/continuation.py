@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final, Literal, overload
 
 from advisor.ingest.sources import Line
-from advisor.parse.facts import Fact
+from advisor.parse.facts import Fact, Number
 from advisor.parse.grammar import CUT, anchor_regex, split_envelope, staged_functions
 
 # A message is read on into at most this many lines: nine terminal rows of 80 columns hold the
@@ -27,7 +28,7 @@ MAX_FOLLOWING = 8
 # (and a hostile log of 64 KB lines full of anchors does not cost a parse of joined megabytes).
 MAX_ROW = 2048
 # join()'s answer when the lines given do not settle it and more may come.
-MORE = "more"
+MORE: Final = "more"
 # What begins a line of its own in a traceback, besides an envelope.
 TRACEBACK_STARTS = ("Traceback (most recent call last)", 'File "', "During handling of", "The above exception")
 
@@ -37,29 +38,33 @@ PROGRESS_BAR = re.compile(r"\d{1,3}%\|")
 # ("2024-12-20 15:18:19 - vllm.executor.distributed_gpu_executor - INFO - ...").
 DATED = re.compile(r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
 
-ParseLine = Callable[[str, int], list]
+ParseLine = Callable[[str, int], list[Fact]]
+# A fact as a join compares it: its kind and what it says (a frame: whether its function is staged).
+Said = tuple[str, dict[str, Number | bool]]
+# A cut line's facts read on into the lines after it, and how many of those it took.
+Joined = tuple[list[Fact], int]
 
 
 def is_cut(facts: Sequence[Fact]) -> bool:
     return any(fact.kind == CUT for fact in facts)
 
 
-def without_cut(facts: Sequence[Fact]) -> list:
+def without_cut(facts: Sequence[Fact]) -> list[Fact]:
     return [fact for fact in facts if fact.kind != CUT]
 
 
-def reading(facts: Sequence[Fact]) -> list[tuple[str, dict]]:
+def reading(facts: Sequence[Fact]) -> list[Said]:
     return [(fact.kind, _said(fact)) for fact in facts if fact.kind != CUT]
 
 
-def _said(fact: Fact) -> dict:
+def _said(fact: Fact) -> dict[str, Number | bool]:
     """A fact's values; for a frame, whether the stage map places its function (a wrap cut it if not)."""
     if fact.kind == "frame":
         return {"staged": fact.text.get("function") in staged_functions()}
     return dict(fact.values)
 
 
-def reads_more(joined: list[tuple[str, dict]], alone: list[tuple[str, dict]]) -> bool:
+def reads_more(joined: list[Said], alone: list[Said]) -> bool:
     """Whether the joined text says more than the line alone: a message more, a value more, or a
     value the line's end had cut ("1" of "15488"); and nothing less."""
     if not Counter(kind for kind, _ in joined) >= Counter(kind for kind, _ in alone):
@@ -81,7 +86,22 @@ def starts_record(text: str) -> bool:
     return found is not None and found.lastgroup == "A_EXCEPTION"
 
 
-def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequence[str], parse: ParseLine, final: bool):
+@overload
+def join(
+    text: str,
+    facts_alone: Sequence[Fact],
+    number: int,
+    following: Sequence[str],
+    parse: ParseLine,
+    final: Literal[True],
+) -> Joined | None: ...
+@overload
+def join(
+    text: str, facts_alone: Sequence[Fact], number: int, following: Sequence[str], parse: ParseLine, final: bool
+) -> Joined | Literal["more"] | None: ...
+def join(
+    text: str, facts_alone: Sequence[Fact], number: int, following: Sequence[str], parse: ParseLine, final: bool
+) -> Joined | Literal["more"] | None:
     """The facts of `text` (whose own are `facts_alone`) read on into the next lines' texts, and how
     many of them it took: (facts, used); None when they do not continue its cut message; MORE when
     they end with the message still cut and further lines may come (`final` is false and fewer than
@@ -116,7 +136,7 @@ def join(text: str, facts_alone: Sequence[Fact], number: int, following: Sequenc
     return MORE if not final and len(following) < MAX_FOLLOWING else best
 
 
-def without(facts: list[tuple[str, dict]], others: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+def without(facts: list[Said], others: list[Said]) -> list[Said]:
     """`facts` less one of each of `others` it holds."""
     left = list(facts)
     for other in others:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from typing import Any
 
 Number = int | float
@@ -40,7 +41,7 @@ class Fact:
         self.text = text if text is not None else {}
         self.args = args if args is not None else {}
 
-    def like(self, line: int, numbers: tuple, process: str | None) -> Fact:
+    def like(self, line: int, numbers: tuple[Number, ...], process: str | None) -> Fact:
         """A fact of this one's kind, names, words and level, with its own line, numbers and process.
         The numbers are the caller's to make plausible: fast.templates reads only spans that are."""
         return _made(self.kind, line, self.names, numbers, self.text, self.args, process, self.level)
@@ -49,7 +50,7 @@ class Fact:
     def values(self) -> dict[str, Number]:
         return dict(zip(self.names, self.numbers, strict=True))
 
-    def _fields(self) -> tuple:
+    def _fields(self) -> tuple[str, int, dict[str, Number], dict[str, str], dict[str, Any], str | None, str | None]:
         return self.kind, self.line, self.values, self.text, self.args, self.process, self.level
 
     def __eq__(self, other: object) -> bool:
@@ -57,7 +58,7 @@ class Fact:
 
     __hash__ = None  # type: ignore[assignment]  # equal by value, and not frozen
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., Fact], tuple[Any, ...]]:
         # To another process: a short tuple, in which pickle sends shared names and words once.
         return _made, (self.kind, self.line, self.names, self.numbers, self.text, self.args, self.process, self.level)
 
@@ -68,7 +69,16 @@ class Fact:
         )
 
 
-def _made(kind, line, names, numbers, text, args, process, level) -> Fact:
+def _made(
+    kind: str,
+    line: int,
+    names: tuple[str, ...],
+    numbers: tuple[Number, ...],
+    text: dict[str, str],
+    args: dict[str, Any],
+    process: str | None,
+    level: str | None,
+) -> Fact:
     fact = Fact.__new__(Fact)
     fact.kind, fact.line, fact.names, fact.numbers = kind, line, names, numbers
     fact.text, fact.args, fact.process, fact.level = text, args, process, level

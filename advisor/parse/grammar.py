@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -15,8 +16,9 @@ from typing import Any
 import lark
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+from lark.lexer import TerminalDef
 
-from advisor.parse.facts import Fact
+from advisor.parse.facts import Fact, Number
 from advisor.parse.messages import ToFacts
 
 # Facts about the shape of a traceback count only where they start the line's body;
@@ -122,7 +124,7 @@ def anchor_terminals() -> tuple[tuple[str, str], ...]:
 
 
 @cache
-def anchor_regex() -> re.Pattern:
+def anchor_regex() -> re.Pattern[str]:
     """All anchors in one pattern; the name of the group that matched is the anchor's terminal."""
     return re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in anchor_terminals()))
 
@@ -139,7 +141,7 @@ def anchor_words() -> tuple[str, ...]:
     return tuple(dict.fromkeys(words))
 
 
-def _words_of(anchor) -> tuple[str, ...]:
+def _words_of(anchor: TerminalDef) -> tuple[str, ...]:
     """The words of which every match of an anchor terminal holds one."""
     return (anchor.pattern.value,) if anchor.pattern.type == "str" else tuple(terminal_notes("literals")[anchor.name])
 
@@ -150,7 +152,7 @@ LONG_TEXT = 1024
 
 
 @cache
-def anchor_searches() -> tuple[tuple[re.Pattern, tuple[str, ...]], ...]:
+def anchor_searches() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
     """Each anchor's own pattern, with the words of which every match of it holds one."""
     return tuple(
         (re.compile(terminal.pattern.to_regexp()), _words_of(terminal))
@@ -159,7 +161,7 @@ def anchor_searches() -> tuple[tuple[re.Pattern, tuple[str, ...]], ...]:
     )
 
 
-def find_anchor(text: str, position: int = 0) -> re.Match | None:
+def find_anchor(text: str, position: int = 0) -> re.Match[str] | None:
     """anchor_regex().search(text, position), quicker on long text (a 60 KB line: 0.1 s before)."""
     return AnchorSearch(text).find(position)
 
@@ -179,7 +181,7 @@ class AnchorSearch:
         self.text = text
         self.starts: list[int] | None = None  # each anchor's next start (len(text) for none), once long
 
-    def find(self, position: int = 0) -> re.Match | None:
+    def find(self, position: int = 0) -> re.Match[str] | None:
         text = self.text
         if not any(text.find(word, position) >= 0 for word in anchor_words()):
             return None
@@ -206,11 +208,16 @@ class Envelope:
         self.process, self.level, self.body, self.source = process, level, body, source
 
 
-def _lark_parse(parser: Lark, text: str) -> Tree:
+# How a line is parsed: a Lark parser run on text (advisor.fast.templates passes one that caches its trees).
+# Tree[Any]: the grammar, not the type, says which children are trees and which are tokens.
+Parse = Callable[[Lark, str], Tree[Any]]
+
+
+def _lark_parse(parser: Lark, text: str) -> Tree[Token]:
     return parser.parse(text)
 
 
-def split_envelope(text: str, parse=_lark_parse) -> Envelope:
+def split_envelope(text: str, parse: Parse = _lark_parse) -> Envelope:
     try:
         tree = parse(envelope_parser(), text)
     except LarkError:
@@ -230,8 +237,9 @@ def split_envelope(text: str, parse=_lark_parse) -> Envelope:
 
 
 @cache
-def _stages_json() -> dict:
-    return json.loads(resources.files("advisor").joinpath("stages.json").read_text(encoding="utf-8"))
+def _stages_json() -> dict[str, Any]:
+    stages: dict[str, Any] = json.loads(resources.files("advisor").joinpath("stages.json").read_text(encoding="utf-8"))
+    return stages
 
 
 # Frames the stage map cannot place and the timeline still reads: other packages' that name a stage
@@ -259,7 +267,8 @@ def staged_functions() -> frozenset[str]:
 def logged_at() -> dict[str, str]:
     """The stage of the vLLM function behind each error-level logger call, by the "file.py:line" its
     records print (advisor/stages.json, from every release's source)."""
-    return _stages_json()["logged_at"]
+    logged: dict[str, str] = _stages_json()["logged_at"]
+    return logged
 
 
 @cache
@@ -301,7 +310,7 @@ def may_state_facts(text: str) -> bool:
     return CRITICAL in text or find_anchor(text) is not None
 
 
-def parse_line(text: str, line: int, parse=_lark_parse) -> list[Fact]:
+def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
     """Every fact a line states, in order. Lines without an anchor cost one regex search.
 
     `parse(parser, text) -> Tree` runs a Lark parser; advisor.fast.templates passes a caching one.
@@ -351,7 +360,9 @@ def joined_fragments(body: str) -> str:
     return FRAGMENTS.sub(lambda found: "".join(FRAGMENT.findall(found[0])), body)
 
 
-def messages(body: str, parse=_lark_parse):
+def messages(
+    body: str, parse: Parse = _lark_parse
+) -> Iterator[tuple[str, dict[str, Number], dict[str, str], dict[str, Any]]]:
     """Yield (kind, values, text, args) for each message found in a line's body."""
     position, attempts, anchors = 0, 0, AnchorSearch(body)
     while (match := anchors.find(position)) is not None and attempts < MAX_ANCHORS_PER_LINE:
@@ -365,11 +376,12 @@ def messages(body: str, parse=_lark_parse):
             if not _cut_by_the_end(error, body[start:]):
                 position = start + 1
                 continue
-            tree = _complete_clauses(body[start:], parse)
+            clauses = _complete_clauses(body[start:], parse)
             yield CUT, {}, {}, {}
-            if tree is None:
+            if clauses is None:
                 position = start + 1
                 continue
+            tree = clauses
         message, rest = tree.children[0], _rest(tree)
         kind = message.data if isinstance(message, Tree) else "unknown"
         parts = ToFacts().transform(message) or {}
@@ -434,7 +446,7 @@ CUT_WORDS = re.compile(r"\S+(?: \S+){0,2}")
 MAX_CLAUSES_BACK = 3
 
 
-def _complete_clauses(text: str, parse) -> Tree | None:
+def _complete_clauses(text: str, parse: Parse) -> Tree[Any] | None:
     """The message a cut line states in its complete clauses: "CUDA out of memory. Tried to allocate
     426.00 MiB. GPU " read as far as "MiB", the longest such text that parses, or None."""
     ends = [m.start() for m in CLAUSE_END.finditer(text)][-MAX_CLAUSES_BACK:]
@@ -473,6 +485,6 @@ def literal_terminals() -> dict[str, str]:
     return {t.name: t.pattern.value for t in message_parser().terminals if t.pattern.type == "str"}
 
 
-def _rest(tree: Tree) -> str | None:
+def _rest(tree: Tree[Any]) -> str | None:
     last = tree.children[-1]
     return str(last) if isinstance(last, Token) and last.type == "REST" else None

@@ -59,13 +59,16 @@ PROFILE_FACTS = {
     "memory_usage_post_profile": "post_profile_memory_gib",
 }
 
+# A rule's children as lark passes them (tokens, and the dicts of sub-rules), and the dict each rule returns.
+Children = list[Any]
+Parts = dict[str, Any]
 
 # A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py"), or
 # in a platform plugin's, whose workers and model runners subclass vLLM's and keep their functions' names.
 VLLM_PATH = re.compile(r"[/\\]vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
 
 
-def _numbers(children) -> list[Number]:
+def _numbers(children: Children) -> list[Number]:
     return [
         gib(c) if c.type in ("SIZE", "SIZE_OR_NUMBER") and not _bare(c) else number(c)
         for c in children
@@ -77,68 +80,68 @@ def _bare(token: Token) -> bool:
     return not re.search(r"[A-Za-z]", token)
 
 
-def _token(children, kind: str) -> str | None:
+def _token(children: Children, kind: str) -> str | None:
     return next((str(c) for c in children if isinstance(c, Token) and c.type == kind), None)
 
 
-def _parts(children) -> dict:
+def _parts(children: Children) -> Parts:
     """Merge the dicts returned by sub-rules."""
-    merged = {}
+    merged: Parts = {}
     for child in children:
         if isinstance(child, dict):
             merged.update(child)
     return merged
 
 
-def _named(names: tuple[str, ...], children) -> dict[str, Number]:
+def _named(names: tuple[str, ...], children: Children) -> dict[str, Number]:
     return dict(zip(names, _numbers(children), strict=False))
 
 
-class ToFacts(Transformer):
+class ToFacts(Transformer[Token, Parts]):
     """Turns a parsed message into (kind, values, text, args); rule names are the kinds."""
 
     # Sub-rules return plain dicts of values that their parent merges.
-    def v0_capacity(self, c):
+    def v0_capacity(self, c: Children) -> Parts:
         return _named(("max_tokens_in_kv_cache",), c)
 
-    def v1_shortfall(self, c):
+    def v1_shortfall(self, c: Children) -> Parts:
         return {**_named(("kv_needed_gib", "kv_available_gib"), c), **_parts(c)}
 
-    def estimate(self, c):
+    def estimate(self, c: Children) -> Parts:
         return _named(("estimated_max_model_len",), c)
 
-    def below_utilization(self, c):
+    def below_utilization(self, c: Children) -> Parts:
         return _named(("gpu_memory_utilization", "requested_gib"), c)
 
-    def memory_summary_tail(self, c):
+    def memory_summary_tail(self, c: Children) -> Parts:
         return {**_named(("gpu_memory_utilization", "requested_gib"), c), **_parts(c)}
 
-    def usage_split(self, c):
+    def usage_split(self, c: Children) -> Parts:
         return _named(("weights_gib", "activation_peak_gib", "non_torch_gib", "cuda_graph_gib"), c)
 
-    def usage_consumed(self, c):
+    def usage_consumed(self, c: Children) -> Parts:
         return _named(("consumed_gib", "activation_peak_gib", "cuda_graph_gib"), c)
 
-    def oom_new(self, c):
+    def oom_new(self, c: Children) -> Parts:
         return _named(("gpu_index", "total_gpu_gib", "free_gpu_gib"), c)
 
-    def oom_old(self, c):
+    def oom_old(self, c: Children) -> Parts:
         index, total, allocated, *_, free = _numbers(c)  # torch_npu adds "current active" before "free"
         return {"gpu_index": index, "total_gpu_gib": total, "allocated_gib": allocated, "free_gpu_gib": free}
 
-    def profile_pair(self, c):
+    def profile_pair(self, c: Children) -> Parts:
         name = PROFILE_FACTS.get(str(c[0]))
         return {name: _numbers(c)[0]} if name else {}
 
-    def stat_pair(self, c):
+    def stat_pair(self, c: Children) -> Parts:
         label = str(c[0]).strip()
         return {STAT_FACTS.get(label, re.sub(r"\W+", "_", label.lower()) + "_value"): _numbers(c)[0]}
 
     # Message rules return the fact's parts.
-    def kv_cache_error(self, c):
+    def kv_cache_error(self, c: Children) -> Parts:
         return {"values": {"max_seq_len": _numbers(c)[0], **_parts(c)}}
 
-    def free_memory_below_utilization(self, c):
+    def free_memory_below_utilization(self, c: Children) -> Parts:
         # "cuda:0" names the backend and a device index: the backend is the part before the colon.
         return {
             "values": {**_named(("free_gpu_gib", "total_gpu_gib"), c), **_parts(c)},
@@ -147,7 +150,7 @@ class ToFacts(Transformer):
 
     memory_summary = free_memory_below_utilization
 
-    def cpu_memory_below_utilization(self, c):
+    def cpu_memory_below_utilization(self, c: Children) -> Parts:
         return {
             "values": _named(
                 ("numa_node", "free_gpu_gib", "total_gpu_gib", "gpu_memory_utilization", "requested_gib"), c
@@ -155,76 +158,76 @@ class ToFacts(Transformer):
             "text": {"device": "cpu"},
         }
 
-    def cpu_kv_memory_unavailable(self, c):
+    def cpu_kv_memory_unavailable(self, c: Children) -> Parts:
         return {
             "values": _named(("numa_node", "free_gpu_gib", "total_gpu_gib", "kv_requested_gib"), c),
             "text": {"device": "cpu"},
         }
 
-    def gpu_blocks(self, c):
+    def gpu_blocks(self, c: Children) -> Parts:
         return {"values": _named(("gpu_blocks", "cpu_blocks"), c)}
 
-    def gpu_blocks_override(self, c):
+    def gpu_blocks_override(self, c: Children) -> Parts:
         return {"values": {"gpu_blocks": _numbers(c)[-1]}}
 
-    def kv_cache_size(self, c):
+    def kv_cache_size(self, c: Children) -> Parts:
         # "CPU KV cache size", "XPU KV cache size": the device; "GPU" names none in particular.
         device = (_token(c, "A_KV_CACHE_SIZE") or "GPU").split()[0].lower()
         return {"values": _named(("kv_cache_tokens",), c), "text": {"device": device} if device != "gpu" else {}}
 
-    def concurrency(self, c):
+    def concurrency(self, c: Children) -> Parts:
         return {"values": _named(("max_seq_len", "max_concurrency"), c)}
 
-    def weights(self, c):
+    def weights(self, c: Children) -> Parts:
         return {"values": _named(("weights_gib", "load_seconds"), c)}
 
-    def memory_profile(self, c):
+    def memory_profile(self, c: Children) -> Parts:
         return {"values": _parts(c)}
 
-    def profile_row(self, c):
+    def profile_row(self, c: Children) -> Parts:
         label = str(c[0]).strip()
         return {"values": {PROFILE_FACTS[label]: _numbers(c)[0]}}
 
-    def instance_can_use(self, c):
+    def instance_can_use(self, c: Children) -> Parts:
         found = _numbers(c)
         names = ("total_gpu_gib", "gpu_memory_utilization", "usable_gib") if len(found) == 3 else ("usable_gib",)
         return {"values": dict(zip(names, found, strict=False))}
 
-    def weights_take(self, c):
+    def weights_take(self, c: Children) -> Parts:
         return {"values": _named(("weights_gib", "non_torch_gib", "activation_peak_gib", "kv_available_gib"), c)}
 
-    def kv_available(self, c):
+    def kv_available(self, c: Children) -> Parts:
         return {"values": _named(("kv_available_gib",), c)}
 
-    def kv_reserved(self, c):
+    def kv_reserved(self, c: Children) -> Parts:
         return {"values": _named(("free_gpu_gib", "kv_reserved_gib"), c)}
 
-    def cpu_kv_reserved(self, c):
+    def cpu_kv_reserved(self, c: Children) -> Parts:
         return {"values": _named(("kv_available_gib", "total_gpu_gib", "numa_node"), c), "text": {"device": "cpu"}}
 
-    def graph_captured(self, c):
+    def graph_captured(self, c: Children) -> Parts:
         return {"values": _named(("capture_seconds", "cuda_graph_gib"), c)}
 
-    def graph_estimate(self, c):
+    def graph_estimate(self, c: Children) -> Parts:
         return {"values": _named(("cuda_graph_estimate_gib",), c)}
 
-    def graph_pool(self, c):
+    def graph_pool(self, c: Children) -> Parts:
         return {"values": _named(("cuda_graph_gib", "cuda_graph_estimate_gib"), c)}
 
-    def utilization_hint(self, c):
+    def utilization_hint(self, c: Children) -> Parts:
         return {"values": _named(("gpu_memory_utilization",), c)}
 
-    def preemption(self, c):
+    def preemption(self, c: Children) -> Parts:
         mode = _token(c, "PREEMPTION_MODE") or ""
         return {"text": {"preemption_mode": mode.rsplit(".", 1)[-1]}}
 
-    def nccl_collectives(self, c):
+    def nccl_collectives(self, c: Children) -> Parts:
         return {"values": _named(("nccl_seq_num",), c)}
 
-    def preemption_count(self, c):
+    def preemption_count(self, c: Children) -> Parts:
         return {"values": _named(("preemptions",), c)}
 
-    def stats(self, c):
+    def stats(self, c: Children) -> Parts:
         found = _numbers(c)
         engine = {"engine": found.pop(0)} if _token(c, "A_ENGINE_ID") else {}
         values = {**engine, "prompt_throughput": found[0], **_parts(c)}
@@ -235,13 +238,13 @@ class ToFacts(Transformer):
             values["swap_usage_pct" if "kv_cache_usage_pct" in values else "kv_cache_usage_pct"] = cpu_usage
         return {"values": values}
 
-    def oom_held(self, c):
+    def oom_held(self, c: Children) -> Parts:
         return {"values": {"pytorch_allocated_gib": _numbers(c)[0]}}
 
-    def cuda_oom(self, c):
+    def cuda_oom(self, c: Children) -> Parts:
         return {"values": {"tried_to_allocate_gib": _numbers(c)[0], **_parts(c)}}
 
-    def engine_config(self, c):
+    def engine_config(self, c: Children) -> Parts:
         pairs = config_pairs(_token(c, "CONFIG_TEXT") or "")
         values = {
             name: number(pairs[key]) for key, name in CONFIG_FACTS.items() if re.fullmatch(r"\d+", pairs.get(key, ""))
@@ -254,40 +257,40 @@ class ToFacts(Transformer):
             words["device"] = device[1]
         return {"values": values, "text": words, "args": pairs}
 
-    def engine_loop_failed(self, c):
+    def engine_loop_failed(self, c: Children) -> Parts:
         # V1's dump of the failed step prints the engine's config as its start did.
         return self.engine_config(c) if _token(c, "CONFIG_TEXT") else {}
 
-    def non_default_args(self, c):
+    def non_default_args(self, c: Children) -> Parts:
         return _launch_args(literal_dict(_token(c, "DICT_TEXT") or ""))
 
-    def namespace_args(self, c):
+    def namespace_args(self, c: Children) -> Parts:
         return _launch_args(namespace_args(_token(c, "NAMESPACE_TEXT") or ""))
 
-    def max_len_in_use(self, c):
+    def max_len_in_use(self, c: Children) -> Parts:
         return {"values": _named(("max_seq_len",), c)}
 
-    def auto_fit(self, c):
+    def auto_fit(self, c: Children) -> Parts:
         return {"values": _named(("requested_max_len", "max_seq_len"), c)}
 
-    def auto_fit_full(self, c):
+    def auto_fit_full(self, c: Children) -> Parts:
         return {"values": _named(("max_seq_len",), c)}
 
-    def server_version(self, c):
+    def server_version(self, c: Children) -> Parts:
         return {"text": {"vllm_version": _token(c, "VERSION") or ""}}
 
-    def tp_heads_mismatch(self, c):
+    def tp_heads_mismatch(self, c: Children) -> Parts:
         return {"values": _named(("num_attention_heads", "tensor_parallel_size"), c)}
 
-    def pp_layers_mismatch(self, c):
+    def pp_layers_mismatch(self, c: Children) -> Parts:
         return {"values": _named(("num_hidden_layers", "pipeline_parallel_size"), c)}
 
-    def max_len_exceeds_model(self, c):
+    def max_len_exceeds_model(self, c: Children) -> Parts:
         values = _named(("max_seq_len", "derived_max_model_len"), c)
         values["derived_max_model_len"] = int(values["derived_max_model_len"])
         return {"values": values, "text": {"derived_from": _token(c, "DERIVED_KEY") or ""}}
 
-    def unsupported_quantization(self, c):
+    def unsupported_quantization(self, c: Children) -> Parts:
         # compressed-tensors names no method, only its scheme.
         method = _token(c, "NAME") or ("compressed-tensors" if _token(c, "A_QUANT_SCHEME") else None)
         return {
@@ -295,7 +298,7 @@ class ToFacts(Transformer):
             "text": {"quantization": method} if method else {},
         }
 
-    def supervisor_exit(self, c):
+    def supervisor_exit(self, c: Children) -> Parts:
         """The exit and whether it is a failure: a stop the operator asked for (SIGTERM, SIGINT) is not."""
         status, signal = _token(c, "NUMBER"), _token(c, "NAME") or ""
         values = {"exit_status": number(status)} if status is not None else {}
@@ -313,81 +316,81 @@ class ToFacts(Transformer):
         outcome = "stopped" if stopped else "clean" if code == 0 else "failed"
         return {"values": values, "text": {"outcome": outcome, "signal": signal}}
 
-    def unsupported_kv_dtype(self, c):
+    def unsupported_kv_dtype(self, c: Children) -> Parts:
         return {"text": {"kv_cache_dtype": (_token(c, "A_KV_DTYPE_UNSUPPORTED") or "").split()[0]}}
 
-    def fp8_type_unsupported(self, c):
+    def fp8_type_unsupported(self, c: Children) -> Parts:
         return {"text": {"fp8_type": (_token(c, "A_FP8_TYPE_UNSUPPORTED") or "").split()[1]}}
 
-    def unsupported_architecture(self, c):
+    def unsupported_architecture(self, c: Children) -> Parts:
         return {"text": {"architectures": _token(c, "ARCH_LIST") or ""}}
 
-    def request_too_long(self, c):
+    def request_too_long(self, c: Children) -> Parts:
         return {"values": _named(("max_seq_len", "requested_tokens", "prompt_tokens", "max_tokens"), c)}
 
-    def request_too_long_input(self, c):
+    def request_too_long_input(self, c: Children) -> Parts:
         return {"values": _named(("max_seq_len", "requested_tokens"), c)}
 
-    def request_too_long_total(self, c):
+    def request_too_long_total(self, c: Children) -> Parts:
         return {"values": _named(("max_seq_len", "max_tokens", "prompt_tokens", "requested_tokens"), c)}
 
-    def prompt_too_long(self, c):
+    def prompt_too_long(self, c: Children) -> Parts:
         return {"values": _named(("long_prompt_tokens", "max_seq_len"), c)}
 
     prompt_too_long_v1 = prompt_too_long
 
-    def http_error(self, c):
+    def http_error(self, c: Children) -> Parts:
         return {"values": _named(("http_status",), c)}
 
-    def offline_progress(self, c):
+    def offline_progress(self, c: Children) -> Parts:
         percent = re.search(r"(\d{1,3})%", _token(c, "A_OFFLINE_PROGRESS") or "")
         return {"values": {"progress_pct": int(percent[1])}} if percent else {}
 
-    def shm_wait(self, c):
+    def shm_wait(self, c: Children) -> Parts:
         return {"values": _named(("wait_seconds",), c)}
 
-    def ready(self, c):
+    def ready(self, c: Children) -> Parts:
         return {"values": _named(("init_seconds",), c)}
 
-    def platform(self, c):
+    def platform(self, c: Children) -> Parts:
         return {"text": {"device": (_token(c, "NAME") or "").lower().rstrip(".")}}  # "cuda." ends the sentence
 
-    def cpu_build(self, c):
+    def cpu_build(self, c: Children) -> Parts:
         return {"text": {"device": "cpu"}}
 
-    def api_server_entry(self, c):
+    def api_server_entry(self, c: Children) -> Parts:
         return {"text": {"entry_point": "api_server"}}
 
-    def cpu_numa_nodes_short(self, c):
+    def cpu_numa_nodes_short(self, c: Children) -> Parts:
         nodes = (_token(c, "NODE_LIST") or "[]").strip("[]").split(",")
         return {
             "values": {"local_world_size": _numbers(c)[0], "numa_nodes": len([n for n in nodes if n.strip()])},
             "text": {"device": "cpu"},
         }
 
-    def frame(self, c):
+    def frame(self, c: Children) -> Parts:
         # IPython names the method with its class and arguments: "ExecutorBase.__init__(self, ...)".
         text = {"function": (_token(c, "FUNC") or "").split("(")[0].rsplit(".", 1)[-1]}
         if VLLM_PATH.search(_token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or _token(c, "A_COLAB_FILE") or ""):
             text["package"] = "vllm"  # the frame runs vLLM's own code
         return {"text": text}
 
-    def nccl_error(self, c):
+    def nccl_error(self, c: Children) -> Parts:
         # The watchdog thread died of the device's error (an illegal memory access), not of NCCL's.
         return {"text": {"cause": "device"}} if _token(c, "DEVICE_CAUSE") is not None else {}
 
-    def serving_call(self, c):
+    def serving_call(self, c: Children) -> Parts:
         return {"text": {"function": _token(c, "A_SERVING_CALL") or ""}}
 
-    def exception(self, c):
+    def exception(self, c: Children) -> Parts:
         return {"text": {"type": _token(c, "A_EXCEPTION") or ""}}
 
-    def __default__(self, data, children, meta):
+    def __default__(self, data: str, children: Children, meta: Any) -> Parts:
         # Messages without numbers (no_cache_blocks, nccl_error, ready, ...) carry their kind only.
         return {}
 
 
-def _launch_args(args: dict[str, Any] | None) -> dict:
+def _launch_args(args: dict[str, Any] | None) -> Parts:
     if args is None:
         return {"text": {"unreadable": "launch arguments too large or not a literal"}}
     values = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from advisor.plan import model, planner, render
 from advisor.plan.budget import KNOWN_GPUS, parse_size
@@ -13,7 +14,7 @@ EXIT_OK, EXIT_USAGE = 0, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise PlanError(f"plan: {message} (see 'vllm-advisor plan --help')")
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 READ, GIVEN, ESTIMATED, ASSUMED, COMPUTED = "read", "given", "estimated", "assumed", "computed"
 # What an Input or a Figure holds: Input[int] for a byte count, Input[str] for a dtype, Figure[float] for a
-# concurrency; a bare Input or Figure (as in a list of mixed ones) may hold any of these.
+# concurrency; an AnyInput (as in a list of mixed ones) may hold any of these.
 V = TypeVar("V", bound="int | float | str | None", covariant=True)
 N = TypeVar("N", bound="int | float", covariant=True)
 
@@ -23,7 +23,7 @@ class Input(Generic[V]):
     source: str  # READ, GIVEN, ESTIMATED or ASSUMED
     basis: str  # where exactly: "config.json num_key_value_heads", "--tensor-parallel-size"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "source": self.source, "basis": self.basis}
 
 
@@ -35,10 +35,10 @@ class Figure(Generic[N]):
     value: N
     unit: str
     formula: str
-    inputs: tuple[Input, ...] = ()
+    inputs: tuple[AnyInput, ...] = ()
     source: str = COMPUTED  # ESTIMATED when an estimated input went in
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "value": self.value,
@@ -47,3 +47,7 @@ class Figure(Generic[N]):
             "source": self.source,
             "inputs": [i.as_dict() for i in self.inputs],
         }
+
+
+# An Input of any kind, as in a list of mixed ones (Input is covariant: an Input[int] is one).
+AnyInput = Input[int | float | str | None]

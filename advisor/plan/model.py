@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from advisor.plan import weights as weights_module
-from advisor.plan.figures import ASSUMED, READ, Input, PlanError
+from advisor.plan.figures import ASSUMED, READ, AnyInput, Input, PlanError
 
 # vLLM's list of model types whose attention is MLA (is_deepseek_mla), when kv_lora_rank is set.
 MLA_MODEL_TYPES = {
@@ -95,8 +96,8 @@ class ModelShape:
     model_dtype: str  # what vLLM runs in: float32 checkpoints are downcast to bfloat16
     max_model_len: int  # what vLLM derives when --max-model-len is not given
     weights: weights_module.Weights | None
-    raw_config: dict  # the text part of config.json, for the estimates (activations, weights)
-    inputs: list[Input] = field(default_factory=list)  # what was read or assumed, for the output
+    raw_config: dict[str, Any]  # the text part of config.json, for the estimates (activations, weights)
+    inputs: list[AnyInput] = field(default_factory=list)  # what was read or assumed, for the output
 
     @property
     def is_mla(self) -> bool:
@@ -107,7 +108,7 @@ class ModelShape:
         return any("mamba" in kind for kind in self.layer_kinds)
 
 
-def config_int(raw: dict, *keys: str) -> int:
+def config_int(raw: dict[str, Any], *keys: str) -> int:
     """The first of keys that holds a whole number, else 0: for estimates, which must not fail on odd keys."""
     for key in keys:
         value = raw.get(key)
@@ -119,20 +120,20 @@ def config_int(raw: dict, *keys: str) -> int:
 class _Config:
     """config.json's text part, remembering which key each value came from."""
 
-    def __init__(self, raw: dict, name: str):
+    def __init__(self, raw: dict[str, Any], name: str):
         text = raw.get("text_config")
         self.raw = {**raw, **text} if isinstance(text, dict) else raw
         self.prefix = "config.json text_config" if isinstance(text, dict) else "config.json"
         self.name = name
-        self.inputs: list[Input] = []
+        self.inputs: list[AnyInput] = []
 
-    def get(self, *keys: str):
+    def get(self, *keys: str) -> tuple[str, Any] | tuple[None, None]:
         for key in keys:
             if self.raw.get(key) is not None:
                 return key, self.raw[key]
         return None, None
 
-    def number(self, label: str, keys: tuple[str, ...], default=None, default_basis: str = "") -> int:
+    def number(self, label: str, keys: tuple[str, ...], default: int | None = None, default_basis: str = "") -> int:
         key, value = self.get(*keys)
         if key is None:
             if default is None:
@@ -163,7 +164,7 @@ def load(model_dir: str | Path) -> ModelShape:
     return shape_of(raw, path, weights_module.read(path))
 
 
-def shape_of(raw: dict, path: Path, weights: weights_module.Weights | None) -> ModelShape:
+def shape_of(raw: dict[str, Any], path: Path, weights: weights_module.Weights | None) -> ModelShape:
     config = _Config(raw, str(path))
     model_type = str(config.raw.get("model_type", ""))
     architectures = raw.get("architectures")
@@ -352,6 +353,7 @@ def _model_dtype(config: _Config, weights: weights_module.Weights | None) -> str
 
 def _max_model_len(config: _Config, model_type: str) -> int:
     found = [(config.raw[k], k) for k in MAX_LEN_KEYS if config_int(config.raw, k)]
+    length: int  # config_int found a whole number there
     if config_int(config.raw, "model_max_length"):
         length, key = config.raw["model_max_length"], "model_max_length"
     elif found:

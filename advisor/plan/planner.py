@@ -5,10 +5,11 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from advisor.plan import arithmetic, budget
 from advisor.plan.arithmetic import Settings
-from advisor.plan.figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, Figure, Input, PlanError
+from advisor.plan.figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, AnyInput, Figure, Input, PlanError
 from advisor.plan.model import ModelShape, config_int
 
 GIB = budget.GIB
@@ -46,12 +47,12 @@ class Plan:
     request: Request
     shape: ModelShape
     settings: Settings
-    inputs: list[Input]
+    inputs: list[AnyInput]
     figures: list[Figure[int | float]]
     max_model_len: int
     fits: bool
     command: list[str]
-    what_if: list[dict] = field(default_factory=list)
+    what_if: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def launch_length(self) -> int:
@@ -102,7 +103,7 @@ def check(request: Request) -> None:
 
 
 def settings_for(
-    request: Request, shape: ModelShape, total_memory: int | None, length: int, inputs: list[Input]
+    request: Request, shape: ModelShape, total_memory: int | None, length: int, inputs: list[AnyInput]
 ) -> Settings:
     """vLLM's choices for this device and model, each noted as given, read or assumed."""
     cpu = request.device == "cpu"
@@ -158,7 +159,7 @@ def settings_for(
     return settings
 
 
-def _ssm_state_bytes(shape: ModelShape, request: Request, inputs: list[Input]) -> int:
+def _ssm_state_bytes(shape: ModelShape, request: Request, inputs: list[AnyInput]) -> int:
     """The SSM state's dtype: the model's, but float32 where vLLM says so."""
     if not shape.is_hybrid:
         return 2
@@ -382,7 +383,7 @@ def serve_command(result: Plan) -> list[str]:
     return argv
 
 
-def what_if(result: Plan) -> list[dict]:
+def what_if(result: Plan) -> list[dict[str, Any]]:
     """The same plan with one knob moved (fp8 KV, twice the TP, utilization +0.02), at the launch length."""
     request = replace(result.request, max_model_len=result.launch_length or result.max_model_len)
     variants = []
@@ -398,7 +399,7 @@ def what_if(result: Plan) -> list[dict]:
         raised = round((request.utilization or DEFAULT_UTILIZATION) + 0.02, 2)
         if raised <= MAX_SUGGESTED_UTILIZATION:
             variants.append((f"--gpu-memory-utilization {raised}", replace(request, utilization=raised)))
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for change, variant in variants:
         try:
             other = plan(variant, result.shape, with_what_if=False)

@@ -20,7 +20,7 @@ def _amount(value: int | float, unit: str) -> str:
     return f"{value:,} {unit}"
 
 
-def _figure_lines(figure: Figure) -> list[str]:
+def _figure_lines(figure: Figure[int | float]) -> list[str]:
     lines = [
         f"  {figure.name}: {_amount(figure.value, figure.unit)}"
         + (" (estimate)" if figure.source == "estimated" else ""),

@@ -6,6 +6,7 @@ import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from advisor.plan.figures import PlanError
 
@@ -21,7 +22,7 @@ class Weights:
     basis: str  # which files said so
 
 
-def header(path: Path) -> dict:
+def header(path: Path) -> dict[str, Any]:
     """The JSON header of one .safetensors file."""
     try:
         with open(path, "rb") as handle:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final, Literal, TextIO
+from typing import Any, Final, Literal, TextIO
 
 from pydantic import BaseModel, Field
 
@@ -102,7 +102,7 @@ class FindingRecord(Finding):
     run: int
 
 
-def json_schemas() -> dict[str, dict]:
+def json_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each document the advisor writes, by name (shipped in advisor/report/schemas)."""
     return {
         "report": Report.model_json_schema(by_alias=True, mode="serialization"),
@@ -158,7 +158,7 @@ class StreamFinding:
     def retracted(self) -> bool:
         return self.event == "retraction"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema": FINDING_SCHEMA,
             "event": self.event,

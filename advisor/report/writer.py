@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any
 
+from advisor.parse.facts import Number
+
 # Kinds and value names that JSON writes without escapes; an event with another name is written
 # by json.dumps, as is one with a number that is not a plain int or a finite float.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
@@ -48,7 +50,7 @@ def closing(report: Any, events: bool = True) -> str:
     return text + "".join(f",\n  {_dumps(key)}: {_value(value)}" for key, value in rest.items()) + "\n}"
 
 
-def event_batches(events: Sequence) -> Iterator[str]:
+def event_batches(events: Sequence[Any]) -> Iterator[str]:
     """The events, four spaces in, separated by commas, a batch at a time."""
     items = getattr(events, "facts", events)  # a big log's events are read from its facts
     for start in range(0, len(items), BATCH):
@@ -81,7 +83,7 @@ def _template(kind: str, names: tuple[str, ...]) -> str | None:
     return f'    {{\n      "line": %d,\n      "kind": "{kind}",\n      "values": {values}\n    }}'
 
 
-def _plain_numbers(numbers: tuple) -> bool:
+def _plain_numbers(numbers: tuple[Number, ...]) -> bool:
     """Whether %r writes each number as json.dumps does (one loop: it runs once per event)."""
     for value in numbers:  # noqa: SIM110  (all() over a generator is slower here)
         # A bool's repr is not JSON, nor is a non-finite float's (inf - inf is nan only for those).
@@ -91,7 +93,7 @@ def _plain_numbers(numbers: tuple) -> bool:
 
 
 def _fields(report: Any) -> dict[str, Any]:
-    fields = report.model_dump(by_alias=True, exclude={"events"})
+    fields: dict[str, Any] = report.model_dump(by_alias=True, exclude={"events"})
     fields["facts"] = {name: _finite(value) for name, value in fields.get("facts", {}).items()}
     return fields
 

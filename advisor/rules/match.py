@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -200,7 +201,7 @@ def match_run(
     return without_superseded([found[index] for index in sorted(found)])
 
 
-def _streak_before(run: Run, rule: Rule, first: Event, holds, index: int) -> int:
+def _streak_before(run: Run, rule: Rule, first: Event, holds: Callable[[int, Event], Any], index: int) -> int:
     """How many of the rule's events in a row just before `first` satisfy it (at most sustained - 1)."""
     streak = 0
     for event in reversed(run.events):

@@ -27,7 +27,7 @@ class RememberedCondition:
     def __init__(self, when: str, run: dict[str, Any] | None = None):
         self.when, self.names, self.run = when, names_read(when), run or {}
         self.absent = (_ABSENT,) * len(self.names)
-        self.outcomes: dict[tuple, Any] = {}
+        self.outcomes: dict[tuple[tuple[Any, ...], tuple[object, ...]], Any] = {}
 
     def __call__(self, own: dict[str, Any]) -> Any:
         """The outcome on an event of these own names."""
@@ -51,7 +51,7 @@ def names_read(expression: str) -> tuple[str, ...]:
     return tuple(sorted({node.id for node in ast.walk(compile_expression(expression)) if isinstance(node, ast.Name)}))
 
 
-def kinds(values: tuple) -> tuple:
+def kinds(values: tuple[Any, ...]) -> tuple[object, ...]:
     """What equal values must share to act alike: 1 and 1.0 are equal but print differently, and
     so do 0.0 and -0.0 (NaN equals nothing, so it is never remembered)."""
     if 0 not in values:  # no zero, so no negative zero: the types say it all

@@ -13,7 +13,8 @@ class _Template(string.Formatter):
     def format_field(self, value: Any, spec: str) -> str:
         if isinstance(value, float) and not spec:
             return _short(value)
-        return super().format_field(value, spec)
+        text: str = super().format_field(value, spec)
+        return text
 
 
 def render(sentences: list[str] | str, context: dict[str, Any]) -> str:

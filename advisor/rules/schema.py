@@ -100,7 +100,7 @@ class Rule(Documented):
     name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
     phase: Literal["startup", "runtime", "healthy"]
     severity: Literal["error", "warning", "info"]
-    failure: Failure  # type: ignore[valid-type]
+    failure: Failure  # type: ignore[valid-type]  # Failure is built from the tuples above
     event: list[str]
     when: str = "True"
     message: list[str]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from advisor.pipeline import PendingReport
 from advisor.report.contract import MetricsMissing, Report
 from advisor.scrape.fetch import MetricsError, read
 from advisor.scrape.join import join
@@ -24,7 +25,10 @@ def read_all(sources: list[str]) -> tuple[list[Snapshot], list[MetricsMissing]]:
 
 
 def reports(
-    files: list[str], sources: list[str], user_command: str | None, analyze_one: Callable
+    files: list[str],
+    sources: list[str],
+    user_command: str | None,
+    analyze_one: Callable[[str, str | None], PendingReport],
 ) -> list[Report] | None:
     """The joined reports; None when metrics alone were asked for and none could be read (exit 2)."""
     snapshots, missing = read_all(sources)

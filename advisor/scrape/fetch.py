@@ -10,6 +10,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from http.client import HTTPMessage
+from typing import IO
 
 TIMEOUT_SECONDS = 10.0
 # One engine's /metrics is about 60 KB (fixtures/live); a thousand times that is no vLLM dump.
@@ -76,7 +78,15 @@ def _read_file(path: str, cap: int) -> Body:
 class _SameSchemes(urllib.request.HTTPRedirectHandler):
     """Redirects are followed between http and https only, and never carry the credentials on."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         if urllib.parse.urlsplit(newurl).scheme.lower() not in ("http", "https"):
             raise MetricsError(shown(req.full_url), "redirected to another scheme; not followed")
         new = super().redirect_request(req, fp, code, msg, headers, newurl)

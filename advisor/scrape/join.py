@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.report.build import Diagnosis, corrected_command, finding, verdict
 from advisor.report.contract import (
+    Command,
     Finding,
     JoinedReport,
     MetricsMissing,
@@ -17,11 +18,13 @@ from advisor.report.contract import (
     Settled,
     Verdict,
 )
+from advisor.rules.match import Match
 from advisor.rules.schema import SEVERITY_ORDER
 from advisor.scrape.figures import cache_config, deployment, figures
 from advisor.scrape.names import matching_releases
 from advisor.scrape.rules import judge, load_metric_rules
 from advisor.scrape.snapshot import Snapshot
+from advisor.timeline import Run
 
 # The log's inferences that only the counter can settle: all three say "requests may be preempted".
 PREEMPTION_HYPOTHESES = ("R103", "R104", "H103")
@@ -79,7 +82,7 @@ def join(
     return joined
 
 
-def _log_values(report: Report, last) -> dict[str, Any]:
+def _log_values(report: Report, last: Run | None) -> dict[str, Any]:
     """The log's numbers the metric rules also read: its facts, the peak of running requests, and the
     generation throughput its stats lines show while requests run."""
     values: dict[str, Any] = dict(report.facts)
@@ -118,7 +121,9 @@ def _read(reading: Reading) -> MetricsRead:
     )
 
 
-def _settle(matches, readings: list[Reading], log_values: dict[str, Any]):
+def _settle(
+    matches: list[Match], readings: list[Reading], log_values: dict[str, Any]
+) -> tuple[list[Match], list[Settled]]:
     """The log's preemption inferences confirmed by a counter above 0, withdrawn by 0 on the same server."""
     hypotheses = [m for m in matches if m.rule.code in PREEMPTION_HYPOTHESES]
     if not hypotheses:
@@ -156,7 +161,15 @@ def _metric_findings(readings: list[Reading]) -> list[Finding]:
     return [f for _, f in sorted(found, key=lambda pair: (SEVERITY_ORDER[pair[0].severity], order[pair[0].code]))]
 
 
-def _verdict_and_command(report, last, kept, last_findings, metric_findings, snapshots, user_command):
+def _verdict_and_command(
+    report: Report | None,
+    last: Run | None,
+    kept: list[Match],
+    last_findings: list[Finding],
+    metric_findings: list[Finding],
+    snapshots: list[Snapshot],
+    user_command: str | None,
+) -> tuple[Verdict, Command]:
     if report is not None and report.verdict.phase == "startup":  # the metrics cannot undo a start that failed
         return report.verdict, report.command
     logged = verdict(last, kept) if last is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from advisor.scrape.snapshot import Snapshot
 
@@ -34,9 +35,10 @@ MEASURES: dict[str, tuple[str, ...]] = {
 
 
 @cache
-def table() -> dict:
+def table() -> dict[str, Any]:
     """{"releases": [oldest .. newest], "metrics": {family: {"type": ..., "spans": [[first, last], ...]}}}."""
-    return json.loads(resources.files(__package__).joinpath("names.json").read_text(encoding="utf-8"))
+    names: dict[str, Any] = json.loads(resources.files(__package__).joinpath("names.json").read_text(encoding="utf-8"))
+    return names
 
 
 def release_names(version: str) -> dict[str, str]:

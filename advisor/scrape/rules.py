@@ -28,7 +28,7 @@ class MetricRule(Documented):
     name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
     phase: Literal["runtime", "healthy"]
     severity: Literal["error", "warning", "info"]
-    failure: Failure  # type: ignore[valid-type]
+    failure: Failure  # type: ignore[valid-type]  # Failure is built from tuples (advisor.rules.schema)
     scope: Literal["replica", "deployment"] = "replica"  # one replica's figures, or all of them at once
     bottleneck: str  # what the summary calls it when this rule is the top finding
     reads: list[str]  # the metrics it reads, for `explain` and the README

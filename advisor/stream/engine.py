@@ -76,7 +76,7 @@ class StreamEngine:
         if self._head is not None:
             self._learn_prefix(block)
 
-        def read(buffer: bytes, start: int, stop: int, number: int, last: bool) -> int | None:
+        def read(buffer: bytes | bytearray, start: int, stop: int, number: int, last: bool) -> int | None:
             found = self._read(buffer, start, stop, number, last)
             if found is None:
                 return None

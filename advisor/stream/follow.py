@@ -9,13 +9,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from advisor.ingest.sources import READ_CHUNK
 from advisor.report.contract import StreamFinding
 from advisor.stream import metrics
 from advisor.stream.engine import StreamEngine
 from advisor.usage import OneLineParser
+
+if TYPE_CHECKING:  # imported where it is used: prometheus_client only when polling
+    from advisor.scrape.poll import Poller
 
 POLL_SECONDS = 0.2
 # A traceback arrives in one burst; once the input has been quiet this long the run so far is judged whole,
@@ -85,7 +88,7 @@ def main(argv: list[str]) -> int:
     return 1 if any(v.failure != "none" for v in engine.verdicts.values()) else 0
 
 
-def _poller(url: str, interval: str, run: Callable[[], int]):
+def _poller(url: str, interval: str, run: Callable[[], int]) -> Poller:
     from advisor.scrape.fetch import shown
     from advisor.scrape.poll import Poller, interval_seconds  # prometheus_client only when polling
     from advisor.usage import InputError

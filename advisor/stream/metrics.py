@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from advisor.report.contract import StreamFinding, Verdict
 
@@ -92,7 +93,7 @@ def serve(counters: FollowCounters, host: str, port: int) -> ThreadingHTTPServer
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args) -> None:  # stdout carries findings; scrapes are not news
+        def log_message(self, *args: Any) -> None:  # stdout carries findings; scrapes are not news
             pass
 
     server = ThreadingHTTPServer((host, port), MetricsHandler)

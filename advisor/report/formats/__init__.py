@@ -13,7 +13,8 @@ FORMAT_MODULES = {"json": "json_format", "markdown": "markdown", "ndjson": "ndjs
 
 
 def formatter(name: str) -> Callable[[list[Report]], str]:
-    return import_module(f".{FORMAT_MODULES[name]}", __name__).render
+    render: Callable[[list[Report]], str] = import_module(f".{FORMAT_MODULES[name]}", __name__).render
+    return render
 
 
 FORMATS = tuple(FORMAT_MODULES)

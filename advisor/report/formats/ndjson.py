@@ -7,6 +7,7 @@ is accounted for; a consumer tells the two apart by the presence of "rule".
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from advisor.report.contract import Report
 
@@ -15,7 +16,7 @@ def render(reports: list[Report]) -> str:
     return "".join(json.dumps(record, ensure_ascii=False) + "\n" for report in reports for record in records(report))
 
 
-def records(report: Report) -> list[dict]:
+def records(report: Report) -> list[dict[str, Any]]:
     context = {"source": report.source, "verdict": report.verdict.model_dump()}
     if not report.findings:
         return [context]

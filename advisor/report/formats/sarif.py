@@ -24,7 +24,7 @@ def render(reports: list[Report]) -> str:
     return json.dumps(sarif_log(reports), indent=2, ensure_ascii=False) + "\n"
 
 
-def sarif_log(reports: list[Report]) -> dict:
+def sarif_log(reports: list[Report]) -> dict[str, Any]:
     rules = load_rules()
     index = {rule.code: position for position, rule in enumerate(rules)}
     results = [result(report, finding, index) for report in reports for finding in report.findings]
@@ -48,7 +48,7 @@ def sarif_log(reports: list[Report]) -> dict:
     }
 
 
-def descriptor(rule: Rule) -> dict:
+def descriptor(rule: Rule) -> dict[str, Any]:
     entry = {
         "id": rule.code,
         "name": rule.name,
@@ -66,7 +66,7 @@ def short_description(rule: Rule) -> str:
     return " ".join(rule.detects.split())
 
 
-def result(report: Report, finding: Finding, index: dict[str, int]) -> dict:
+def result(report: Report, finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "ruleId": finding.rule,
         "level": LEVEL[finding.severity],
