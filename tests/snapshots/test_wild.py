@@ -57,6 +57,10 @@ KNOWN_WRONG: dict[str, str] = {
     "14089": "a worker's traceback cut in worker_busy_loop; the 200 OK access lines before it are not facts",
     "14096": "a V0 sampler traceback under verl's RayTaskError header, cut before its error",
     "14110": "Tenstorrent's DRAM OOM through V0's engine.py handler, whose [file:line] places nothing: weights",
+    "15021": "the API server's own start failed after the engine's init finished: its frames read as serving",
+    "15037": "Ray's unhandled error in verl's actor_rollout_generate_sequences, cut in its traceback's header",
+    "15070": "Xinference's 'Model actor is out of memory' re-raised by its worker: no serving sign",
+    "15080": "a console export in reverse order: the CUDA-graph notice comes after the OOM it preceded",
     "14125": "tt-metal's DRAM OOM while its KV cache is allocated, no vLLM record: the lone-OOM prior says weights",
 }
 # Cases whose labelled numbers are not all found yet.
@@ -71,6 +75,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "10050": "the Gaudi fork's 'Loading model weights took 15.05 GiB of device memory (... GiB/30.15 GiB used)'",
     "11007": "the launch command is in the shell's 'Aborted (core dumped)' line, its flags abbreviated",
     "12054": "the poster re-wrapped the KV error, leaving 'the estimated maximum model length is N' a line of its own",
+    "15006": "the 136-column wrap splits 'num_gpu_blocks is' from its number across lines",
     "14007": "gpu_memory_utilization is in the docker run command the poster pasted, not vLLM's output",
     "14111": "utilization, TP size and length are in the docker run command the poster pasted, not vLLM's output",
     "14118": "gpu_memory_utilization is in the shell's command line, not vLLM's output",
