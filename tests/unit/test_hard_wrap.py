@@ -13,6 +13,8 @@ WIDTHS = (120, 160)
 # be read on from (the prefilter finds lines by those words); an exception's class cut in two is read
 # as another.
 KNOWN = {
+    (120, "15020"): "a stats line's waiting count cut by the wrap: a full cache reads as saturated, not preemption",
+    (120, "15065"): "the words that place a start's failure cut by the wrap",
     (120, "14110"): "the words of tt-metal's out-of-memory error cut by the wrap",
     (120, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
     (160, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",

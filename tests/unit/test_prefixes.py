@@ -32,6 +32,7 @@ UNLEARNABLE = {
     "10048",
     "11027",
     "12054",
+    "15069",
 }
 LOGS = [
     pytest.param(
