@@ -7,9 +7,10 @@ on real logs"); what it still gets wrong is listed here, strict, so that a fix m
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
-from conftest import ROOT, WILD, analyze_fixture, corpus_cases, tool_module
+from conftest import REPRESENTATIVE, ROOT, WILD, analyze_fixture, corpus_cases, tool_module
 
 CASES = corpus_cases(WILD)
 # Cases the advisor still gets wrong: the mechanism each one needs.
@@ -83,12 +84,18 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
 
 
 def known(wrong: dict[str, str]) -> list:
+    """Every case; those still wrong marked so (strict), and read in every run with the representative
+    logs; the others under -m exhaustive (the fast tier's time must not grow with the corpus)."""
     return [
         pytest.param(c, id=c["id"], marks=pytest.mark.xfail(reason=wrong[c["id"]], strict=True))
         if c["id"] in wrong
-        else pytest.param(c, id=c["id"])
+        else pytest.param(c, id=c["id"], marks=[] if wild_log(c) in REPRESENTATIVE else [pytest.mark.exhaustive])
         for c in CASES
     ]
+
+
+def wild_log(case: dict) -> Path:
+    return WILD / case["file"].split("/")[-1]
 
 
 def report_of(case: dict):

@@ -33,6 +33,7 @@ UNLEARNABLE = {
     "11027",
     "12054",
     "15069",
+    "15074",
 }
 LOGS = [
     pytest.param(
