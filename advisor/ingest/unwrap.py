@@ -69,13 +69,13 @@ RAY_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 RECORD_SEPARATOR = "\x1e"
 # What clean() cuts out of the middle of a line (colour codes, raw or as `cat -v` shows them, and
 # NULs), so a line holding one may hide an anchor from a search of its raw bytes.
-CARET_CR = "^M"
 CUT_FROM_INSIDE = ("\x1b", "^[[", "\ufffd[", "\x00")
 # The key of a journald JSON record, whose MESSAGE is decoded (JSON escapes or a list of byte
 # values): its anchors may not be in the raw bytes at all.
 JOURNAL_KEY = '"MESSAGE"'
-# What clean() cuts off a line's end: Ray's deduplication note.
+# What clean() cuts off a line's end: Ray's deduplication note, and a CR as `cat -v` shows it.
 RAY_NOTE = "across cluster]"
+CARET_CR = "^M"
 
 
 # vLLM's own envelope, "(EngineCore pid=8) ERROR 06-22 20:16:34 [core.py:52] " or the older
@@ -85,11 +85,11 @@ EMBEDDED_RECORD = re.compile(
     r"(?:\([A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+(?:, ip=[^)]*)?\) )?"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? \[?[\w.\-]+\.py:\d+\]"
 )
-# A line that begins with its own envelope already (a process tag, its "(" sometimes cut off as
-# pasted, a rank tag, a level).
 # A head before a vLLM record longer than this is no prefix (stern's pod and container, a gutter) but
 # a message a paste glued before the record: it is kept, not cut.
 MAX_UNNAMED_PREFIX = 160
+# A line that begins with its own envelope already (a process tag, its "(" sometimes cut off as
+# pasted, a rank tag, a level).
 ENVELOPE_START = re.compile(
     r"\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |[A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
 )

@@ -99,7 +99,7 @@ def wild_log(case: dict) -> Path:
 
 
 def report_of(case: dict):
-    return analyze_fixture(case["file"].split("/")[-1].removesuffix(".log"))
+    return analyze_fixture(wild_log(case).stem)
 
 
 @pytest.mark.parametrize("case", known(KNOWN_WRONG))
@@ -117,7 +117,7 @@ def test_labelled_facts_are_reported(case):
 
 
 def test_every_wild_log_is_labelled_once():
-    labelled = [c["file"].split("/")[-1] for c in CASES]
+    labelled = [wild_log(c).name for c in CASES]
     assert sorted(labelled) == sorted(p.name for p in WILD.glob("*.log"))
     assert len(set(labelled)) == len(labelled)
     assert all(c["failure"] in c["accept"] for c in CASES)
