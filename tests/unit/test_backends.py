@@ -20,8 +20,9 @@ def analysed(path):
 @pytest.mark.parametrize("path", CPU_LOGS, ids=lambda p: p.name[:48])
 def test_a_cpu_log_gets_no_gpu_words(path):
     report = analysed(path)
-    if report.backend != "cpu":
-        pytest.skip("the log does not show its backend")
+    if report.backend != "cpu":  # cut before vLLM names its platform: no device is guessed for it either
+        assert report.backend is None
+        return
     shown = text.render([report])
     assert not [word for word in GPU_WORDS if word in shown], shown
 
