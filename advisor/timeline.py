@@ -124,10 +124,20 @@ STARTUP_COLLECTIVES = 1000
 # only serving asks for a model step.
 RPC_DISPATCHERS = {"worker_busy_loop", "_execute_worker_rpc", "execute_method", "run_method"}
 SERVING_RPCS = {"execute_model", "sample_tokens"}
+# Where a model step is the serving step, by the module of its frame: V1's engine steps alone call
+# execute_model (its profile_run calls _dummy_run), and V0's workers and executors run it for the engine's
+# step; only V0's model runners run it from profile_run too (read in 0.5.4, 0.6.3 and 0.10.1).
+SERVING_STEP_MODULE = re.compile(r"^v1/|^(?!.*model_runner)")
 # V1's executor names the method its workers did not answer in time (multiproc_executor.collective_rpc:
 # f"RPC call to {method} timed out."), from whatever frame called it.
 RPC_TIMED_OUT = re.compile(r"RPC call to (\w+) timed out")
 SCRIPT_RANK = re.compile(r"\[rank\d+\]")
+# Ray's error for a task that raised names the actor's method it ran, "RayTaskError(RuntimeError):
+# ray::WorkerDict.actor_rollout_generate_sequences() (pid=...)", and prints that task's own traceback
+# after it: the method is the outermost frame of what follows. vLLM's own Ray workers' methods are
+# vLLM's frames; verl's colocated WorkerDict names a method "<role>_<method>".
+RAY_TASK = re.compile(r"(?:[\w.]+\): )?ray::(\w+)\.(\w+)\(\)")
+VLLM_RAY_ACTORS = {"RayWorkerWrapper", "RayWorkerProc", "RayWorker"}
 
 
 @dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
@@ -329,10 +339,7 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             if not frames_so_far or not frames_so_far[0].startswith((LOGGED_IN, ANSWERED)):
                 frames_so_far[:0] = logged
         if kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
-            frames_so_far = open_frames.setdefault(process, [])
-            frames_so_far.append(name := _frame_name(fact))
-            if name in REQUEST_VALIDATORS and ANSWERED not in frames_so_far:
-                frames_so_far.insert(0, ANSWERED)
+            _append_frame(open_frames.setdefault(process, []), _frame_name(fact))
             foreign[process] = foreign.get(process, False) and fact.text.get("package") != "vllm"
         elif kind == "exception_chain" and process in last_exception:
             causes[process] = last_exception[process]
@@ -344,6 +351,8 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             stage_of_line[fact.line] = (stage_from_frames(frames) or raised_stage(fact.text), frames)
             resolve(process, frames)
             last_exception[process] = fact.line
+            if ray_method := _ray_task_frame(fact.text):  # the task's error happened where its traceback says
+                open_frames[process], foreign[process], causes[process] = [ray_method], False, fact.line
     for process, pending in list(open_frames.items()):
         if finished and foreign.get(process) and pending:
             # Cut after the script's own frames, once vLLM's work had finished: the script's error.
@@ -351,6 +360,25 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             continue
         resolve(process, tuple(pending))
     return stage_of_line, open_frames
+
+
+def _append_frame(frames: list[str], name: str) -> None:
+    frames.append(name)
+    if name in REQUEST_VALIDATORS and ANSWERED not in frames:  # vLLM rejects that request alone
+        frames.insert(0, ANSWERED)
+
+
+def _ray_task_frame(text: Mapping[str, str]) -> str | None:
+    """The frame of the method a Ray task ran, as a traceback's frames are named, if the exception is
+    Ray's header for that task's error (see RAY_TASK)."""
+    task = RAY_TASK.match(text.get("message", "")) if text.get("type", "").endswith("RayTaskError") else None
+    if task is None:
+        return None
+    actor, method = task.groups()
+    if actor in VLLM_RAY_ACTORS:
+        return method
+    named = next((name for name in FOREIGN_STAGES if method.endswith("_" + name)), method)
+    return FOREIGN_FRAME + named
 
 
 def _script_process(process: str | None) -> bool:
@@ -369,8 +397,11 @@ def _logger_frames(fact: Fact) -> list[str]:
 
 def _frame_name(fact: Fact) -> str:
     """A frame's function, as the stage map knows it: vLLM's own, or marked foreign."""
-    function = fact.text.get("function", "")
-    return function if fact.kind == "serving_call" or fact.text.get("package") == "vllm" else FOREIGN_FRAME + function
+    text = fact.text
+    function = text.get("function", "")
+    if function in SERVING_RPCS and SERVING_STEP_MODULE.match(text.get("module", "model_runner")):
+        return LOGGED_IN + "serving"
+    return function if fact.kind == "serving_call" or text.get("package") == "vllm" else FOREIGN_FRAME + function
 
 
 def stage_from_frames(frames: tuple[str, ...]) -> str:

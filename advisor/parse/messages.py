@@ -371,8 +371,10 @@ class ToFacts(Transformer[Token, Parts]):
     def frame(self, c: Children) -> Parts:
         # IPython names the method with its class and arguments: "ExecutorBase.__init__(self, ...)".
         text = {"function": (_token(c, "FUNC") or "").split("(")[0].rsplit(".", 1)[-1]}
-        if VLLM_PATH.search(_token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or _token(c, "A_COLAB_FILE") or ""):
+        path = _token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or _token(c, "A_COLAB_FILE") or ""
+        if inside := VLLM_PATH.search(path):
             text["package"] = "vllm"  # the frame runs vLLM's own code
+            text["module"] = path[inside.end() :].replace("\\", "/")  # v1/worker/gpu_worker.py
         return {"text": text}
 
     def nccl_error(self, c: Children) -> Parts:

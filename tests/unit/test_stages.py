@@ -101,3 +101,22 @@ def raised_exceptions():
 @pytest.mark.parametrize(("case", "stages"), list(raised_exceptions()))
 def test_raised_messages_in_the_corpora_agree_with_their_phase(case, stages):
     assert stages == {"serving"} if case["phase"] == "runtime" else "serving" not in stages, stages
+
+
+def traceback_stages(prefix: str) -> list[tuple[str, str]]:
+    runs = split_runs(parse(sources.lines(sources.read_chunks(str(fixture_path(prefix))))))
+    return [(e.phase, e.stage) for run in runs for e in run.events if e.kind in TRACEBACK_ENDS]
+
+
+def test_a_worker_s_model_step_serves_and_a_model_runner_s_may_be_profiling():
+    # 12036: V1's EngineCore fails in gpu_worker.execute_model(scheduler_output), cut above the error:
+    # only the engine's step calls a worker's execute_model.
+    assert traceback_stages("12036-") == [("runtime", "serving")]
+    # 12008: V0's (vllm-ascend's) profile_run calls its model runner's execute_model: still sizing.
+    assert ("startup", "kv_sizing") in traceback_stages("12008-")
+
+
+def test_a_ray_task_s_error_happened_in_the_method_its_header_names():
+    # 14096: "RayTaskError(RuntimeError): ray::WorkerDict.actor_rollout_generate_sequences()", then
+    # the task's V0 sampler frames, cut: verl's rollout generates on a built engine.
+    assert traceback_stages("14096-") == [("runtime", "serving"), ("runtime", "serving")]
