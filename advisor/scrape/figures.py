@@ -46,10 +46,14 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Sna
         out["prefix_queries"] = queries
         out["prefix_hit_pct"] = round(100 * (hits or 0.0) / queries, 1)
 
+    def observed(name: str) -> Histogram | None:  # over the interval, when there was a poll before
+        now = s.histogram(MEASURES[name])
+        return None if now is None else now.since(previous.histogram(MEASURES[name]) if previous else None)
+
     for name in ("ttft", "tpot", "queue_time", "e2e"):
-        latency(out, name, s.histogram(MEASURES[name]))
+        latency(out, name, observed(name))
     for name in ("prefill_time", "decode_time"):
-        histogram = s.histogram(MEASURES[name])
+        histogram = observed(name)
         put(out, f"{name}_mean_s", None if histogram is None else rounded(histogram.mean))
     for name in ("prompt_length", "generation_length"):
         histogram = s.histogram(MEASURES[name])
@@ -68,18 +72,13 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Sna
         out["mean_request_tokens"] = request
         out["requests_that_fit"] = int(out["kv_cache_tokens"] // request)
 
-    # Tokens per second since the counter started: only for a server scraped just now, and only a floor
-    # (idle time counts); two polls of follow give the rate over the interval instead.
-    generated, since = s.total(MEASURES["generation_tokens"]), s.created(MEASURES["generation_tokens"])
-    uptime = s.read_at.timestamp() - since if since and s.fetched else None
+    # A rate needs a window the evidence covers: two polls of follow, or the log's stats lines. One scrape
+    # gives counts only: its counters' lifetimes include every idle hour since the server started.
     interval = (s.read_at - previous.read_at).total_seconds() if previous is not None else 0.0
     grown = change(previous, s, "generation_tokens") if previous is not None else None
     if interval > 0 and grown is not None:
         out["rate_window_s"] = round(interval, 1)
         out["generation_tok_s"] = round(grown / interval, 1)
-    elif generated is not None and uptime and uptime > 0:
-        out["uptime_s"] = round(uptime)
-        out["generation_tok_s"] = round(generated / uptime, 1)
     elif log and log.get("log_generation_tok_s") is not None:  # the stats lines' own figure, while busy
         out["generation_tok_s"] = log["log_generation_tok_s"]
         out["rate_window_s"] = 10 * log["log_busy_stats_lines"]  # vLLM logs stats every 10 s
@@ -110,8 +109,6 @@ def derived(v: dict[str, Any]) -> dict[str, Any]:
             out["halved_concurrency"] = int(concurrency // 2)
     if v.get("tpot_p50_s"):
         out["stream_tok_s"] = round(1 / v["tpot_p50_s"], 1)
-    if v.get("uptime_s") and "rate_window_s" not in v:
-        out["rate_window_s"] = v["uptime_s"]
     return out
 
 

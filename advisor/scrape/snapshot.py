@@ -33,6 +33,18 @@ class Histogram:
     def mean(self) -> float | None:
         return self.total / self.count if self.count > 0 else None
 
+    def since(self, earlier: Histogram | None) -> Histogram:
+        """The observations made after `earlier` (a previous poll of the same server); all of them when
+        there is none or the server restarted in between (its counts went back)."""
+        before = dict(earlier.buckets) if earlier is not None else {}
+        if earlier is None or earlier.count > self.count or before.keys() != dict(self.buckets).keys():
+            return self
+        return Histogram(
+            tuple((bound, count - before[bound]) for bound, count in self.buckets),
+            self.count - earlier.count,
+            self.total - earlier.total,
+        )
+
     def quantile(self, q: float) -> float | None:
         """As Prometheus' histogram_quantile: linear within the bucket the rank falls in; the highest
         finite bound when it falls in +Inf."""
@@ -71,16 +83,6 @@ class Snapshot:
             return None
         wanted = name + (suffix or ("_total" if self.types.get(name) == "counter" else ""))
         return sum(s.value for s in self.samples[name] if s.name == wanted)
-
-    def created(self, names: tuple[str, ...]) -> float | None:
-        """When a counter started (its earliest _created sample, Unix seconds), from whichever family holds it."""
-        name = self.family(names)
-        if name is None:
-            return None
-        found = [
-            s.value for s in self.samples[name] + self.samples.get(name + "_created", []) if s.name == name + "_created"
-        ]
-        return min(found) if found else None
 
     def by_label(self, names: tuple[str, ...], label: str) -> dict[str, float]:
         """A counter's or gauge's samples summed per value of one label (finished_reason, engine, ...)."""

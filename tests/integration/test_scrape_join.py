@@ -245,3 +245,20 @@ def test_joined_report_keeps_the_shipped_report_schema():
         jsonschema.Draft202012Validator(schema).validate(json.loads(joined(log, dump).to_json()))
     alone = join(None, None, [parse(read(str(LIVE / "v0.26.0" / "preemption.metrics.txt")))], [])
     jsonschema.Draft202012Validator(schema).validate(json.loads(alone.to_json()))
+
+
+def test_one_scrape_of_a_url_gives_counts_never_a_rate_over_the_server_s_lifetime(server):
+    # The real dump of a preempting 0.29.0 run, fetched long after it was captured: its counters' _created
+    # times make a lifetime of hours, whose tokens per second would be near 0 and fire M107.
+    log, dump = LIVE / "v0.29.0" / "preemption.log", LIVE / "v0.29.0" / "preemption.metrics.txt"
+    pending = pipeline.pending(log, name=log.name)
+    report = join(pending.diagnosed(), pending.report().as_report(), [parse(read(server.url + "/metrics"))], [])
+    fetched = report.metrics.read[0]
+    assert fetched.fetched and fetched.values["preemptions"] == 14
+    assert "M107" not in [f.rule for f in report.findings]
+    # The rate the rules read is the log's own, over its stats lines while requests ran, as for the file.
+    saved = joined(log, dump).metrics.read[0].values
+    assert (fetched.values["generation_tok_s"], fetched.values["rate_window_s"]) == (
+        saved["generation_tok_s"],
+        saved["rate_window_s"],
+    )

@@ -11,6 +11,7 @@ from conftest import FIXTURES
 from helpers.metric_dumps import snapshot_of
 
 from advisor.scrape.fetch import read
+from advisor.scrape.figures import figures
 from advisor.scrape.join import join
 from advisor.scrape.poll import Comparison
 from advisor.scrape.rules import load_metric_rules
@@ -77,3 +78,12 @@ def test_the_rules_command_lists_the_metric_rules_too(capsys):
     assert main(["rules"]) == 0
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert listed == [rule.code for rule in (*load_rules(), *load_metric_rules())]
+
+
+def test_a_poll_before_leaves_only_the_interval_s_latencies():
+    # The same real dump read twice: nothing was observed in between, so no queue time is the interval's,
+    # where the lifetime histogram alone would still show every request's wait since the server started.
+    dump = parse(read(str(FIXTURES / "live" / "v0.29.0" / "preemption.metrics.txt")))
+    alone, polled = figures(dump), figures(dump, previous=dump)
+    assert alone["queue_time_count"] > 0 and "queue_time_p95_s" in alone
+    assert "queue_time_p95_s" not in polled and polled["preemptions"] == 0
