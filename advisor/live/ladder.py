@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from advisor.command import apply
+from advisor.defaults import block_size
 from advisor.live.launch import (
     Round,
     changed_flags,
@@ -19,7 +20,6 @@ from advisor.live.launch import (
     sequences_that_fit,
     shown,
 )
-from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
 
 
 def ladder(
@@ -86,7 +86,7 @@ def ladder(
 
 def block_tokens(result: Round) -> int:
     """The KV block size of the backend the round's log names (128 on the CPU backend, 16 on CUDA)."""
-    return DEFAULT_BLOCK_SIZE.get(result.backend or "", CUDA_BLOCK_SIZE)
+    return block_size(result.backend)
 
 
 def _sequences(argv: list[str]) -> int:

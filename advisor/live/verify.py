@@ -16,6 +16,7 @@ from typing import TextIO
 
 from advisor import pipeline
 from advisor.command import apply
+from advisor.defaults import block_size
 from advisor.ingest import sources
 from advisor.live.ladder import ladder, ladder_knob, render_ladder
 from advisor.live.launch import (
@@ -35,7 +36,6 @@ from advisor.live.patience import readiness_timeout
 from advisor.plan.figures import PlanError
 from advisor.report.contract import Report
 from advisor.report.formats.command_lines import wrapped
-from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
 
 EXIT_FIXED, EXIT_STILL_FAILING, EXIT_COULD_NOT_RUN, EXIT_TIMED_OUT = 0, 1, 2, 3
 # A fix that multiplies the median first-token latency by this much is a trade-off, not a free win.
@@ -125,7 +125,7 @@ def advised_sequences(argv: list[str], original: list[str], report: Report, chec
     kv_tokens = before.kv_cache_tokens or report.facts.get("kv_cache_tokens")
     if "--max-num-seqs" not in changed_flags(original, argv) or not kv_tokens or not before.request_tokens:
         return argv
-    block = DEFAULT_BLOCK_SIZE.get(report.backend or before.backend or "", CUDA_BLOCK_SIZE)
+    block = block_size(report.backend or before.backend)
     fit = sequences_that_fit(int(kv_tokens), before.request_tokens, block)
     check.notes.append(
         f"--max-num-seqs {fit}: the KV cache holds {int(kv_tokens):,} tokens ({int(kv_tokens) // block} "

@@ -7,17 +7,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from advisor.defaults import MLA_BLOCK_SIZE, UTILIZATION_FROM_0_21, block_size, raised_utilization
 from advisor.plan import arithmetic, budget
 from advisor.plan.arithmetic import Settings
 from advisor.plan.figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, AnyInput, Figure, Input, PlanError
 from advisor.plan.model import ModelShape, config_int
 
 GIB = budget.GIB
-# vLLM's own defaults by device (engine/arg_utils.py get_batch_defaults, platforms/cpu.py).
-CPU_BLOCK, CUDA_BLOCK, CPU_MLA_BLOCK, CUDA_MLA_BLOCK = 128, 16, 16, 64
 KERNEL_ALIGNMENT = {"cpu": 32, "cuda": 16}  # the attention backends' smallest kernel block (MultipleOf)
-DEFAULT_UTILIZATION = 0.92  # from vLLM 0.21 on
-MAX_SUGGESTED_UTILIZATION = 0.95
+DEFAULT_UTILIZATION = UTILIZATION_FROM_0_21  # plan sizes for today's vLLM
 CPU_FLAGS_READ = ("avx512_bf16", "amx_tile")  # the CPU flags that change vLLM's KV layout on --device cpu
 
 
@@ -60,7 +58,7 @@ class Plan:
         return (
             self.max_model_len
             if self.fits
-            else round_length(self.whole_figure("longest max-model-len for one sequence"))
+            else whole_kib_length(self.whole_figure("longest max-model-len for one sequence"))
         )
 
     def figure(self, name: str) -> Figure[int | float]:
@@ -198,16 +196,14 @@ def _default_batched(cpu: bool, world: int, total: int | None) -> int:
 def _block_size(request: Request, shape: ModelShape) -> tuple[int, str]:
     if shape.is_mla and request.device == "cpu" and "amx_tile" not in request.cpu_flags:
         return (
-            CPU_MLA_BLOCK,
+            MLA_BLOCK_SIZE["cpu"],
             "vLLM's CPU MLA kernel without AMX (no amx_tile in --cpu-flags) needs 16, whatever --block-size says",
         )
     if request.block_size:
         return request.block_size, f"--block-size {request.block_size}"
     if shape.is_mla:
-        return CUDA_MLA_BLOCK, "FlashMLA's block (Hopper); other MLA backends choose their own"
-    if request.device == "cpu":
-        return CPU_BLOCK, "vLLM's CPU default"
-    return CUDA_BLOCK, "vLLM's CUDA default"
+        return MLA_BLOCK_SIZE["cuda"], "FlashMLA's block (Hopper); other MLA backends choose their own"
+    return block_size(request.device), f"vLLM's {'CPU' if request.device == 'cpu' else 'CUDA'} default"
 
 
 def weights_figure(shape: ModelShape, request: Request) -> Figure[int]:
@@ -350,8 +346,9 @@ def _per_request_formula(shape: ModelShape) -> str:
     return ", ".join(parts)
 
 
-def round_length(longest: int) -> int:
-    """A length to launch with: a multiple of 1024 when there is room for one."""
+def whole_kib_length(longest: int) -> int:
+    """The longest length to launch with, rounded down to a multiple of 1024 when there is room for one
+    (the log rules' round_length aims lower, at 60-80% of what fits, for room to serve)."""
     return longest // 1024 * 1024 if longest >= 1024 else longest
 
 
@@ -396,8 +393,8 @@ def what_if(result: Plan) -> list[dict[str, Any]]:
         )
     )
     if request.kv_cache_memory_bytes is None:
-        raised = round((request.utilization or DEFAULT_UTILIZATION) + 0.02, 2)
-        if raised <= MAX_SUGGESTED_UTILIZATION:
+        raised = raised_utilization(request.utilization or DEFAULT_UTILIZATION)
+        if raised:
             variants.append((f"--gpu-memory-utilization {raised}", replace(request, utilization=raised)))
     rows: list[dict[str, Any]] = []
     for change, variant in variants:

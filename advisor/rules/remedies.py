@@ -6,15 +6,13 @@ import math
 import re
 from typing import Any
 
+from advisor.defaults import GPU_BLOCK_SIZE, MAX_UTILIZATION, block_size, default_utilization, raised_utilization
+
 GIB = 2**30
-MAX_UTILIZATION = 0.95  # never suggest more: the rest is the driver's and other processes' headroom
 # GiB figures are printed with two decimals; below this they are too rounded to divide by.
 MIN_TRUSTED_GIB = 0.1
 # No model has more attention heads; a crafted count must not make the divisor search run for hours.
 MAX_HEADS = 4096
-# vLLM's default KV block size in tokens when the log does not say: 16 on CUDA, 128 on the CPU backend.
-DEFAULT_BLOCK_SIZE = {"cpu": 128}
-CUDA_BLOCK_SIZE = 16
 # What a backend's memory, tools and parallel units are called, for the rules' wording.
 BACKEND_WORDS = {
     "cuda": {
@@ -108,7 +106,7 @@ DERIVED_NAMES = frozenset(
 )
 
 
-def round_length(limit: float, block: int = CUDA_BLOCK_SIZE) -> int:
+def round_length(limit: float, block: int = GPU_BLOCK_SIZE) -> int:
     """A round max-model-len between 60% and 80% of `limit`: a multiple of 1024 where possible, and at
     least one KV block below it (vLLM keeps one block as the null block; its auto-fit forgets it,
     PR 48724). 0 when not even that fits."""
@@ -155,7 +153,7 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:  # noqa: C901  (each figure
     token_limit = v.get("estimated_max_model_len") or v.get("max_tokens_in_kv_cache") or 0
     if not token_limit and bytes_per_token and available and available >= MIN_TRUSTED_GIB:
         token_limit = int(available * GIB / bytes_per_token)
-    block = v.get("block_size") or DEFAULT_BLOCK_SIZE.get(v.get("backend") or "", CUDA_BLOCK_SIZE)
+    block = v.get("block_size") or block_size(v.get("backend"))
     out["kv_block_tokens"] = block
     suggested = round_length(token_limit, block) if token_limit else 0
     if token_limit:
@@ -173,12 +171,11 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:  # noqa: C901  (each figure
 
     utilization, total = v.get("gpu_memory_utilization"), v.get("total_gpu_gib")
     if not utilization and not v.get("kv_cache_memory_bytes"):
-        # Not in the log: assume vLLM's default (0.9, 0.92 from v0.21) and say so.
-        version = version_tuple(v.get("vllm_version"))
-        utilization = out["default_utilization"] = 0.92 if version and version >= (0, 21) else 0.9
+        # Not in the log: assume vLLM's default for its version and say so.
+        utilization = out["default_utilization"] = default_utilization(version_tuple(v.get("vllm_version")))
     if utilization:
-        if utilization < MAX_UTILIZATION:
-            out["next_utilization"] = round(min(MAX_UTILIZATION, utilization + 0.02), 2)
+        if raised := raised_utilization(utilization):
+            out["next_utilization"] = raised
         out["lower_utilization"] = round(max(0.5, utilization - 0.05), 2)
         if total and needed is not None and available is not None and needed >= MIN_TRUSTED_GIB:
             out["utilization_needed"] = math.ceil((utilization + (needed - available) / total) * 100) / 100

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from advisor.defaults import raised_utilization
 from advisor.scrape.names import MEASURES
 from advisor.scrape.snapshot import Histogram, Snapshot
 
@@ -98,8 +99,8 @@ def derived(v: dict[str, Any]) -> dict[str, Any]:
         out["doubled_kv_cache_memory_bytes"] = int(2 * v["kv_cache_memory_bytes"])
         if v.get("mean_request_tokens") and v.get("kv_cache_tokens"):
             out["doubled_requests_that_fit"] = int(2 * v["kv_cache_tokens"] // v["mean_request_tokens"])
-    elif v.get("gpu_memory_utilization") and v["gpu_memory_utilization"] < 0.95:
-        out["next_utilization"] = round(min(0.95, v["gpu_memory_utilization"] + 0.02), 2)
+    elif v.get("gpu_memory_utilization") and (raised := raised_utilization(v["gpu_memory_utilization"])):
+        out["next_utilization"] = raised
     if v.get("mean_prompt_length", 0) > 2048:
         out["prompt_chunk"] = int(math.ceil(v["mean_prompt_length"] / 1024) * 1024)
     concurrency = max(v.get("running") or 0, v.get("peak_running_reqs") or 0)

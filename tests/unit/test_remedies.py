@@ -7,9 +7,9 @@ import re
 import pytest
 from conftest import FIXTURES, tiered
 
+from advisor.defaults import MAX_UTILIZATION, block_size
 from advisor.ingest import sources
 from advisor.report.build import analyze, parse
-from advisor.rules.remedies import CUDA_BLOCK_SIZE, DEFAULT_BLOCK_SIZE, MAX_UTILIZATION
 from advisor.timeline import split_runs
 
 # Every log; not fixtures/wordings, a list of sample lines of unrelated servers rather than one log.
@@ -35,7 +35,7 @@ def test_remedies_keep_their_own_rules(path):
         [MAX_UTILIZATION]
         + [v["free_gpu_gib"] / v["total_gpu_gib"] for v in at_startup if v.get("total_gpu_gib") and "free_gpu_gib" in v]
     )
-    block = facts.get("block_size") or DEFAULT_BLOCK_SIZE.get(backend, CUDA_BLOCK_SIZE)
+    block = facts.get("block_size") or block_size(backend)
     fit = facts.get("estimated_max_model_len") or facts.get("max_tokens_in_kv_cache") or facts.get("kv_cache_tokens")
     if fit and facts.get("max_concurrency", 0) >= 1 and facts.get("max_seq_len"):
         # A hybrid model's token figure counts its attention layers only; vLLM's concurrency at the
