@@ -134,9 +134,10 @@ RPC_TIMED_OUT = re.compile(r"RPC call to (\w+) timed out")
 SCRIPT_RANK = re.compile(r"\[rank\d+\]")
 # Ray's error for a task that raised names the actor's method it ran, "RayTaskError(RuntimeError):
 # ray::WorkerDict.actor_rollout_generate_sequences() (pid=...)", and prints that task's own traceback
-# after it: the method is the outermost frame of what follows. vLLM's own Ray workers' methods are
+# after it: the method (or a plain task's function, "ray::main_task()") is the outermost frame of what
+# follows, which is the script's own until a vLLM frame shows. vLLM's own Ray workers' methods are
 # vLLM's frames; verl's colocated WorkerDict names a method "<role>_<method>".
-RAY_TASK = re.compile(r"(?:[\w.]+\): )?ray::(\w+)\.(\w+)\(\)")
+RAY_TASK = re.compile(r"(?:[\w.]+\): )?ray::(?:(\w+)\.)?(\w+)\(\)")
 VLLM_RAY_ACTORS = {"RayWorkerWrapper", "RayWorkerProc", "RayWorker"}
 
 
@@ -347,12 +348,12 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
             frames = tuple(open_frames.pop(process, ()))
             if frames and foreign.pop(process, False) and fact.level is None:
                 stage_of_line[fact.line] = (FOREIGN, frames)
-                continue
-            stage_of_line[fact.line] = (stage_from_frames(frames) or raised_stage(fact.text), frames)
-            resolve(process, frames)
-            last_exception[process] = fact.line
+            else:
+                stage_of_line[fact.line] = (stage_from_frames(frames) or raised_stage(fact.text), frames)
+                resolve(process, frames)
+                last_exception[process] = fact.line
             if ray_method := _ray_task_frame(fact.text):  # the task's error happened where its traceback says
-                open_frames[process], foreign[process], causes[process] = [ray_method], False, fact.line
+                open_frames[process], foreign[process], causes[process] = [ray_method], True, fact.line
     for process, pending in list(open_frames.items()):
         if finished and foreign.get(process) and pending:
             # Cut after the script's own frames, once vLLM's work had finished: the script's error.
