@@ -68,6 +68,13 @@ Parts = dict[str, Any]
 VLLM_PATH = re.compile(r"[/\\]vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
 
 
+# How a process ended that said nothing of why (Python's resource tracker cleaned up after it).
+REASON_UNSAID = (
+    "it logged no error of its own as it ended; most often the kernel's OOM killer (host memory) or a "
+    "scheduler's limit killed it (see dmesg)"
+)
+
+
 def _numbers(children: Children) -> list[Number]:
     return [
         gib(c) if c.type in ("SIZE", "SIZE_OR_NUMBER") and not _bare(c) else number(c)
@@ -308,6 +315,8 @@ class ToFacts(Transformer[Token, Parts]):
             return {"values": values, "text": {"outcome": "failed", "reason": "restart loop"}}
         if _token(c, "A_RAY_WORKER_DIED"):
             return {"values": values, "text": {"outcome": "failed", "reason": "Ray worker died"}}
+        if _token(c, "A_RESOURCE_TRACKER_EXIT"):
+            return {"text": {"outcome": "ended", "reason": REASON_UNSAID}}
         if death := _token(c, "A_SHELL_SIGNAL_DEATH"):
             signal = next(name for word, name in SHELL_SIGNALS.items() if word in death)
             return {"values": values, "text": {"outcome": "failed", "signal": signal, "reason": "killed by a signal"}}
