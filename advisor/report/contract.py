@@ -43,7 +43,9 @@ class Finding(BaseModel):
     phase: str
     severity: Literal["error", "warning", "info"]
     failure: str
-    evidence: Literal["logged", "inferred", "metrics"]
+    # logged: a line says it; inferred: worked out from the lines; confirmed: inferred, then confirmed by
+    # /metrics; metrics: from /metrics alone.
+    evidence: Literal["logged", "inferred", "confirmed", "metrics"]
     line: int | None  # None for a finding of the metrics alone
     message: str
     remediations: list[RemediationOut] = Field(default_factory=list)

@@ -19,6 +19,7 @@ from advisor.report.contract import (
     Verdict,
 )
 from advisor.rules.match import Match
+from advisor.rules.render import render
 from advisor.rules.schema import SEVERITY_ORDER
 from advisor.scrape.figures import cache_config, deployment, figures
 from advisor.scrape.names import matching_releases
@@ -55,13 +56,16 @@ def join(
     section.log_findings = settled
     metric_findings = _metric_findings(readings)
     last_findings = [finding(m) for m in kept]
-    for item in last_findings:
-        if any(s.rule == item.rule and s.outcome == "confirmed" for s in settled):
-            why = next(s.why for s in settled if s.rule == item.rule)
-            # Confirmed, a full cache (R104) or one snapshot of pressure (H103) is preemption, as R103 is.
-            item.evidence, item.message = "metrics", f"{item.message} Confirmed: {why}"
-            item.phase, item.failure = "runtime", "preemption"
-            item.severity = "warning" if item.severity == "info" else item.severity
+    confirmed = {s.rule: s.why for s in settled if s.outcome == "confirmed"}
+    for match, item in zip(kept, last_findings, strict=True):
+        if item.rule not in confirmed:
+            continue
+        # The log's evidence, confirmed: the sentence sending the operator to /metrics has been followed.
+        said = render([s for s in match.rule.message if "/metrics" not in s], match.context)
+        item.evidence, item.message = "confirmed", f"{said} Confirmed: {confirmed[item.rule]}"
+        # Confirmed, a full cache (R104) or one snapshot of pressure (H103) is preemption, as R103 is.
+        item.phase, item.failure = "runtime", "preemption"
+        item.severity = "warning" if item.severity == "info" else item.severity
     earlier = report.findings[len(matches) :] if report is not None else []
 
     base = (

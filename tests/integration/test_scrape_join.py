@@ -34,7 +34,9 @@ def test_inferred_preemption_is_confirmed_by_its_own_runs_counter(release):
     settled = report.metrics.log_findings
     assert settled and all(s.outcome == "confirmed" and f"= {counter:g} on" in s.why for s in settled)
     confirmed = [f for f in report.findings if f.rule == settled[0].rule]
-    assert confirmed[0].evidence == "metrics" and confirmed[0].failure == "preemption"
+    assert confirmed[0].evidence == "confirmed" and confirmed[0].failure == "preemption"
+    # The log's evidence stays the log's; the advice to read the counter is not repeated once it was read.
+    assert "/metrics." not in confirmed[0].message.split(" Confirmed: ")[0]
 
 
 def test_a_snapshot_of_pressure_is_withdrawn_by_a_counter_at_zero():

@@ -7,8 +7,18 @@ from advisor.report.formats import metrics_lines
 from advisor.report.formats.summary import KEY_FACTS, command_title, top_finding
 
 # Characters that would start markup inside a sentence or end a table cell.
-EVIDENCE = {"logged": "", "inferred": "*(inferred)* ", "metrics": "*(from /metrics)* "}
-OTHER_EVIDENCE = {"logged": "", "inferred": " (inferred)", "metrics": " (from /metrics)"}
+EVIDENCE = {
+    "logged": "",
+    "inferred": "*(inferred)* ",
+    "confirmed": "*(inferred, confirmed by /metrics)* ",
+    "metrics": "*(from /metrics)* ",
+}
+OTHER_EVIDENCE = {
+    "logged": "",
+    "inferred": " (inferred)",
+    "confirmed": " (inferred, confirmed by /metrics)",
+    "metrics": " (from /metrics)",
+}
 MARKUP = str.maketrans({c: "\\" + c for c in "\\`*<>|["})
 
 

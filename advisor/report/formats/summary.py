@@ -27,7 +27,12 @@ KEY_FACTS = (
     "preemptions",
 )
 # How a finding knows, as the text says it: a logged one needs no word.
-EVIDENCE = {"logged": "", "inferred": "(inferred) ", "metrics": "(from /metrics) "}
+EVIDENCE = {
+    "logged": "",
+    "inferred": "(inferred) ",
+    "confirmed": "(inferred, confirmed by /metrics) ",
+    "metrics": "(from /metrics) ",
+}
 
 
 def command_title(report: Report) -> str:
