@@ -23,7 +23,7 @@ from advisor.rules.schema import RuleSetError, load_rules
 from advisor.usage import InputError, OneLineParser
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = {"explain", "rules", "verify", "follow", "schema", "plan"}
+SUBCOMMANDS = {"explain", "rules", "verify", "follow", "schema", "plan", "compare"}
 # --fail-on threshold -> the finding severities that make the exit code 1 (info never does).
 FAIL_ON = {"error": ("error",), "warning": ("error", "warning"), "never": ()}
 
@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                 "follow": follow_stream,
                 "schema": print_schema,
                 "plan": plan,
+                "compare": compare_runs,
             }
             return commands[argv[0]](argv[1:])
         return analyze_files(argv)
@@ -278,6 +279,41 @@ def plan(argv: list[str]) -> int:
     from advisor.plan import command_line  # the planner reads no logs: none of the analysis is imported for it
 
     return command_line.main(argv)
+
+
+def compare_runs(argv: list[str]) -> int:
+    """One row per run, what each changed from the run before and what that did."""
+    from advisor import compare
+    from advisor.scrape.fetch import MetricsError
+
+    parser = OneLineParser(
+        prog="vllm-advisor compare",
+        description="Compare runs of the same server, in the order they were made: the flags each changed "
+        "and what that did to the verdict, the KV cache and the load figures.",
+    )
+    parser.add_argument("logs", nargs="+", help="two or more logs, oldest first")
+    parser.add_argument(
+        "--metrics",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="a /metrics dump or URL per log, in the logs' order (give one for every log, or none)",
+    )
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    args = parser.parse_args(argv)
+    if len(args.logs) < 2:
+        raise InputError("compare needs two logs or more, oldest first")
+    if args.metrics and len(args.metrics) != len(args.logs):
+        raise InputError(f"{len(args.metrics)} --metrics for {len(args.logs)} logs: give one for every log, or none")
+    runs = [analyze_one(path, None) for path in args.logs]
+    try:
+        rows = compare.compare(runs, args.metrics)
+    except MetricsError as error:
+        return _error(str(error))
+    with writing("output"):
+        sys.stdout.write(compare.render(rows, args.format))
+        sys.stdout.flush()
+    return EXIT_OK
 
 
 def print_schema(argv: list[str]) -> int:

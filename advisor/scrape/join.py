@@ -48,11 +48,11 @@ def join(
     """One report from a log's diagnosis and report (None: metrics alone) and the snapshots read, one
     per replica. The log's matches are settled by the metrics, not made again."""
     last, matches = diagnosis.last if diagnosis is not None else (None, [])
-    log_values = _log_values(report, last) if report is not None else {}
-    readings = [Reading(s, figures(s, log_values if _same_run(s, log_values) else None)) for s in snapshots]
+    from_log = log_values(report, last) if report is not None else {}
+    readings = [Reading(s, figures(s, from_log if _same_run(s, from_log) else None)) for s in snapshots]
     section = MetricsSection(read=[_read(r) for r in readings], missing=missing)
 
-    kept, settled = _settle(matches, readings, log_values)
+    kept, settled = _settle(matches, readings, from_log)
     section.log_findings = settled
     metric_findings = _metric_findings(readings)
     last_findings = [finding(m) for m in kept]
@@ -86,7 +86,7 @@ def join(
     return joined
 
 
-def _log_values(report: Report, last: Run | None) -> dict[str, Any]:
+def log_values(report: Report, last: Run | None) -> dict[str, Any]:
     """The log's numbers the metric rules also read: its facts, the peak of running requests, and the
     generation throughput its stats lines show while requests run."""
     values: dict[str, Any] = dict(report.facts)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 from conftest import FIXTURES, ROOT, VLLM_PYTHON
 
+from advisor import compare, pipeline
 from advisor.ingest import sources
 from advisor.live import launch
 from advisor.live import server as live_server
@@ -146,6 +147,11 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
     after = check.after
     assert after.outcome == "fixed", live.render(check, "text")
     assert after.completion_status == 200 and after.preemptions == 0 and after.ttft_p50_s is not None
+    # The round's logs side by side, as `compare` shows them: the one knob the advice changed, and the verdict.
+    rows = compare.compare([pipeline.pending(str(path)), pipeline.pending(after.log)], [])
+    assert rows[1].verdict == "healthy/none", compare.render(rows, "text")
+    advised = {name.lstrip("-").replace("-", "_") for name in report.command.change}
+    assert set(rows[1].changed) - {"model"} <= advised, rows[1]  # the model: the bundled log's folder, or this run's
     if scenario.hold_port:  # checked on the port the advice names, not on one verify picked
         assert (
             after.port

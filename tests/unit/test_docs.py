@@ -7,7 +7,7 @@ import re
 
 from conftest import ROOT, tool_module
 
-from advisor import analyze
+from advisor import analyze, compare, pipeline
 from advisor.report.about import SITE
 from advisor.report.formats import text
 
@@ -52,3 +52,14 @@ def test_site_nav_lists_every_page_and_its_address_is_the_one_reports_link_to():
 def test_the_formats_page_is_the_tool_s_output():
     examples = tool_module("tools/format_examples.py")
     assert examples.PAGE.read_text() == examples.page(), "stale: run python tools/format_examples.py"
+
+
+def test_the_compare_page_shows_the_tool_s_output():
+    # Three real runs of one vLLM 0.26.0 server, as the page names them (relative to the repository).
+    shown = ("099-live-v0260-cpu-kv-shortfall", "100-live-v0260-cpu-healthy", "106-live-v0260-cpu-healthy-cache-full")
+    paths = [f"fixtures/corpus/{name}.log" for name in shown]
+    rows = compare.compare([pipeline.pending(ROOT / path, name=path) for path in paths], [])
+    assert (
+        f"$ vllm-advisor compare {' '.join(paths)}\n{compare.render(rows, 'text')}```"
+        in (DOCS / "compare.md").read_text()
+    )
