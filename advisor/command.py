@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
+from advisor.parse.facts import Fact
 from advisor.timeline import Run
 
 # Keys of the launch arguments that are not command-line flags of `vllm serve`.
@@ -131,10 +132,21 @@ def original(run: Run | None, user_command: str | None) -> list[str] | None:
         ("engine_config", lambda a: from_config(a, entry)),
     )
     for kind, build in builders:
-        fact = next((f for f in reversed(run.facts) if f.kind == kind and f.args), None)
+        # Non-default args with a value that is no literal lost a flag: the next form, if any, is whole.
+        whole = kind != "non_default_args"
+        fact = next(
+            (f for f in reversed(run.facts) if f.kind == kind and f.args and (whole or not f.text.get("unreadable"))),
+            None,
+        )
         if fact is not None:
             return build(fact.args)
     return None
+
+
+def _whole(fact: Fact) -> bool:
+    """Whether the command can be rebuilt from these arguments: non-default args with a value that is no
+    literal lost a flag (a Namespace dump keeps only the arguments known to matter anyway)."""
+    return fact.kind != "non_default_args" or not fact.text.get("unreadable")
 
 
 def apply(argv: list[str], flags: dict[str, str | None]) -> list[str]:

@@ -105,6 +105,8 @@ _UNIT_BYTES = {
 _SIZE = re.compile(r"(-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z]+)?")
 # Bound what ast.literal_eval sees: a crafted args line must not exhaust memory or recursion.
 MAX_ARGS_TEXT = 64 * 1024
+# An enum's repr in printed arguments, "<LoadFormat.AUTO: 'auto'>": no Python expression.
+ENUM_REPR = re.compile(r"<[\w.]+: [^<>]*>")
 
 
 def number(text: str) -> Number:
@@ -127,36 +129,52 @@ def gib(text: str) -> float:
     return round(amount * _UNIT_BYTES[unit] / 2**30, 4)
 
 
-def literal_dict(text: str) -> dict[str, Any] | None:
-    """Parse a printed Python dict safely; None when it is too big, too deep or not a dict."""
-    if len(text) > MAX_ARGS_TEXT:
+def literal_dict(text: str) -> tuple[dict[str, Any], list[str]] | None:
+    """Parse a printed Python dict safely, key by key: its literal items, and the keys whose value is no
+    literal (vLLM 0.9's LoRAModulePath(...), an enum's <Format.AUTO: 'auto'>), left out; None when it
+    is too big, too deep or not a dict."""
+    tree = _expression(text)
+    if not isinstance(tree, ast.Dict):
         return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
+    out, left_out = {}, []
+    for key, value in zip(tree.keys, tree.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        try:
+            out[key.value] = ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError, RecursionError):
+            left_out.append(key.value)
+    return out, left_out
 
 
-def namespace_args(text: str) -> dict[str, Any] | None:
-    """Parse 'Namespace(a=1, b='x')' keyword by keyword with literal_eval; never eval."""
-    if len(text) > MAX_ARGS_TEXT:
-        return None
-    try:
-        call = ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
+def namespace_args(text: str) -> tuple[dict[str, Any], list[str]] | None:
+    """Parse 'Namespace(a=1, b='x')' keyword by keyword with literal_eval, never eval: its literal
+    arguments, and the names of those that are no literal (a function, a type), left out."""
+    call = _expression(text)
     if not isinstance(call, ast.Call):
         return None
-    args = {}
+    args, left_out = {}, []
     for keyword in call.keywords:
         if keyword.arg is None:  # **kwargs: no flag name
             continue
         try:
             args[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, SyntaxError, TypeError, RecursionError):
-            continue  # a value that is not a literal (a function, a type) is not a flag we rebuild
-    return args
+            left_out.append(keyword.arg)
+    return args, left_out
+
+
+def _expression(text: str) -> ast.expr | None:
+    """The syntax tree of a printed expression (never evaluated), its enum reprs made names (no literal, so
+    left out); None when it is too big to read or no expression."""
+    if len(text) > MAX_ARGS_TEXT:
+        return None
+    for attempt in (text, ENUM_REPR.sub("enum_repr", text)):
+        try:
+            return ast.parse(attempt, mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+    return None
 
 
 def config_pairs(text: str) -> dict[str, str]:

@@ -172,7 +172,8 @@ class ToFacts(Transformer[Token, Parts]):
         }
 
     def gpu_blocks(self, c: Children) -> Parts:
-        return {"values": _named(("gpu_blocks", "cpu_blocks"), c)}
+        device = {"text": {"device": "cpu"}} if (_token(c, "A_DEVICE_BLOCKS") or "").endswith("cpu blocks:") else {}
+        return {"values": _named(("gpu_blocks", "cpu_blocks"), c), **device}
 
     def gpu_blocks_override(self, c: Children) -> Parts:
         return {"values": {"gpu_blocks": _numbers(c)[-1]}}
@@ -186,7 +187,14 @@ class ToFacts(Transformer[Token, Parts]):
         return {"values": _named(("max_seq_len", "max_concurrency"), c)}
 
     def weights(self, c: Children) -> Parts:
+        if _token(c, "OF_DEVICE_MEMORY"):  # the Gaudi fork: the weights, then the device's used/total
+            weights, _used, total = _numbers(c)
+            return {"values": {"weights_gib": weights, "total_gpu_gib": total}}
         return {"values": _named(("weights_gib", "load_seconds"), c)}
+
+    def device_memory_split(self, c: Children) -> Parts:
+        free, _usable, utilization, _graphs, kv = _numbers(c)
+        return {"values": {"free_gpu_gib": free, "gpu_memory_utilization": utilization, "kv_available_gib": kv}}
 
     def memory_profile(self, c: Children) -> Parts:
         return {"values": _parts(c)}
@@ -401,12 +409,15 @@ class ToFacts(Transformer[Token, Parts]):
         return {}
 
 
-def _launch_args(args: dict[str, Any] | None) -> Parts:
-    if args is None:
+def _launch_args(parsed: tuple[dict[str, Any], list[str]] | None) -> Parts:
+    if parsed is None:
         return {"text": {"unreadable": "launch arguments too large or not a literal"}}
+    args, left_out = parsed
     values = {
         name: args[key]
         for key, name in ARG_FACTS.items()
         if isinstance(args.get(key), (int, float)) and not isinstance(args.get(key), bool)
     }
-    return {"values": values, "args": args}
+    # A flag whose value is no literal cannot be given back: the command is not rebuilt from a partial dict.
+    partial = {"text": {"unreadable": "no literal: " + ", ".join(left_out)}} if left_out else {}
+    return {"values": values, "args": args, **partial}

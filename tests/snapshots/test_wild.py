@@ -60,6 +60,13 @@ KNOWN_WRONG: dict[str, str] = {
     "15070": "Xinference's 'Model actor is out of memory' re-raised by its worker: no serving sign",
     "15080": "a console export in reverse order: the CUDA-graph notice comes after the OOM it preceded",
     "14125": "tt-metal's DRAM OOM while its KV cache is allocated, no vLLM record: the lone-OOM prior says weights",
+    "16036": "the chat-template warm-up's handled error (start-up goes on), cut in its traceback: read as serving",
+    "16039": "an Anthropic request's schema rejected by xgrammar in an overlay build's handler: no serving sign",
+    "16040": "a static LoRA adapter refused through EngineCore's utility call: serving or start-up is in the thread",
+    "16049": "two DEBUG 'Waiting for ... core engine proc(s)' lines while weights load: the hang is in the thread",
+    "16052": "a start-up hung on the Hub, ended by SIGTERM: the label takes the operator's stop for a failure",
+    "16070": "a shell's 'Killed' after an idle server's 401s: the label calls the kill the wrapper's, not a death",
+    "16093": "a DeepSpeed broadcast's HCCL error after vLLM's engine was built: the trainer's, not vLLM's",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -70,13 +77,16 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "8069": "the launch arguments are a Python list printed one item per line by verl, not vLLM's own lines",
     "8029": "gpu_memory_utilization and max_model_len are in the notebook's own LLM(...) call, not vLLM's output",
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
-    "10050": "the Gaudi fork's 'Loading model weights took 15.05 GiB of device memory (... GiB/30.15 GiB used)'",
     "11007": "the launch command is in the shell's 'Aborted (core dumped)' line, its flags abbreviated",
     "12054": "the poster re-wrapped the KV error, leaving 'the estimated maximum model length is N' a line of its own",
     "15006": "the 136-column wrap splits 'num_gpu_blocks is' from its number across lines",
     "14007": "gpu_memory_utilization is in the docker run command the poster pasted, not vLLM's output",
     "14111": "utilization, TP size and length are in the docker run command the poster pasted, not vLLM's output",
     "14118": "gpu_memory_utilization is in the shell's command line, not vLLM's output",
+    "16007": "the terminal wrapped the non-default args inside a string, the rest of the dict on a line of no prefix",
+    "16070": "gpu_memory_utilization is in the shell's 'Killed' line's command, not vLLM's output",
+    "16095": "the tensor-parallel size is read from 'rank 1 in world size 2', which is no flag",
+    "16096": "the tensor-parallel size is read from the ranks' world size, which is no flag",
 }
 
 

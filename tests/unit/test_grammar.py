@@ -112,3 +112,17 @@ def test_a_message_hard_wrapped_by_a_terminal_is_read_whole(width):
     assert [f.values for f in facts] == [
         {"max_seq_len": 32768, "kv_needed_gib": 0.01, "kv_available_gib": 0.0, "estimated_max_model_len": 15488}
     ]
+
+
+@pytest.mark.parametrize(
+    ("log", "line", "kind", "read", "left_out"),
+    [
+        # vLLM 0.9.1's non-default args hold a LoRAModulePath(...): not a literal, left out; the rest is read.
+        ("16073-", 3, "non_default_args", {"max_model_len": 4096, "gpu_memory_utilization": 0.8}, "lora_modules"),
+        # vLLM 0.8's Namespace(...) holds an enum repr, "<ConfigFormat.AUTO: 'auto'>": no expression until replaced.
+        ("16014-", 3, "namespace_args", {"max_model_len": 512, "gpu_memory_utilization": 0.5}, "config_format"),
+    ],
+)
+def test_launch_arguments_are_read_around_values_that_are_no_literal(log, line, kind, read, left_out):
+    fact = next(f for f in parse_line(fixture_line(log, line), line) if f.kind == kind)
+    assert {name: fact.args.get(name) for name in read} == read and left_out not in fact.args

@@ -29,7 +29,8 @@ KNOWN = {
     (120, "12043"): "behind a shell's '[date] [/bin/sh]: ' columns the wrap cuts a record's words (undiagnosed)",
     (160, "082"): "an anchor's words ('NCCL er' of 'NCCL error') cut by the wrap",
     (160, "315"): "the exception's class name cut by the wrap",
-    (160, "8017"): "the words that place the error in the serving loop cut by the wrap",
+    (160, "6060"): "the wrap cuts 'execute_model' of a worker's frame: the model step that places it is not named",
+    (160, "12036"): "the wrap cuts 'execute_model' of a worker's frame: the model step that places it is not named",
     (160, "8041"): "an anchor's words cut by the wrap",
     (160, "12008"): "the wrap turns a start-up failure into a runtime one (not yet diagnosed)",
 }
