@@ -238,7 +238,7 @@ def explain(argv: list[str]) -> int:
     code = argv[0].upper()
     rule = next((r for r in load_rules() if r.code == code or r.name == argv[0]), None)
     if rule is None and code.startswith("M"):  # a metric rule (rules/metrics/)
-        from advisor.scrape.rules import load_metric_rules
+        from advisor.rules.schema import load_metric_rules
 
         metric = next((r for r in load_metric_rules() if r.code == code), None)
         if metric is not None:
@@ -333,7 +333,7 @@ def print_schema(argv: list[str]) -> int:
 def list_rules(argv: list[str]) -> int:
     if argv:
         return _error("usage: vllm-advisor rules")
-    from advisor.scrape.rules import load_metric_rules  # the rules of --metrics (rules/metrics/)
+    from advisor.rules.schema import load_metric_rules  # the rules of --metrics (rules/metrics/)
 
     rows = [(r.code, r.name, r.phase, r.severity, r.failure) for r in load_rules()]
     rows += [(r.code, r.name, r.phase, r.severity, r.failure) for r in load_metric_rules()]

@@ -14,8 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from advisor import analyze  # noqa: E402  (needs the repo on sys.path first)
 from advisor.report.formats import text  # noqa: E402
-from advisor.rules.schema import RUNTIME_FAILURES, STARTUP_FAILURES, Rule, load_rules  # noqa: E402
-from advisor.scrape.rules import MetricRule, load_metric_rules  # noqa: E402
+from advisor.rules.schema import RUNTIME_FAILURES, STARTUP_FAILURES, MetricRule, Rule, load_metric_rules, load_rules  # noqa: E402  # noqa: E402
 
 DOCS = ROOT / "docs"
 FIXTURES = ROOT / "fixtures"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.rules.schema import load_rules
-from advisor.scrape.rules import load_metric_rules
+from advisor.rules.schema import load_metric_rules, load_rules
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "rules" / "index.md"
 HEADER = "| code | name | phase | severity | failure | evidence |"

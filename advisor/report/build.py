@@ -17,7 +17,7 @@ from advisor.plan.model import ModelShape
 from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, Verdict
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
-from advisor.rules.schema import Remediation, load_rules
+from advisor.rules.schema import Judged, Remediation, load_rules
 from advisor.timeline import TRACEBACK_KINDS, Run, split_runs
 
 
@@ -134,18 +134,24 @@ def ranked_remediations(remediations: list[Remediation], context: dict[str, Any]
 
 
 def finding(match: Match) -> Finding:
-    rule, context = match.rule, match.context
-    remediations = ranked_remediations(rule.remediations, context)
+    """A log rule's finding on the event it fired on."""
+    return rule_finding(match.rule, match.context, match.event.line, match.rule.evidence)
+
+
+def rule_finding(rule: Judged, context: dict[str, Any], line: int | None, evidence: str, source: str = "") -> Finding:
+    """Any rule's finding: its sentences and remediations filled from the context (`source` names the
+    replica a metric rule judged)."""
+    message = render(rule.message, context)
     return Finding(
         rule=rule.code,
         name=rule.name,
         phase=rule.phase,
         severity=rule.severity,
         failure=rule.failure,
-        evidence=rule.evidence,
-        line=match.event.line,
-        message=render(rule.message, context),
-        remediations=remediations,
+        evidence=evidence,
+        line=line,
+        message=f"{source}: {message}" if source else message,
+        remediations=ranked_remediations(rule.remediations, context),
     )
 
 

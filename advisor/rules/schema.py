@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -38,8 +38,7 @@ RUNTIME_FAILURES = (
     "request_exceeds_max_model_len",
     "engine_dead",
 )
-# Built from the tuples, so each word is written once (a type checker cannot follow it).
-Failure = Literal[STARTUP_FAILURES + RUNTIME_FAILURES + ("none",)]  # type: ignore[valid-type]
+FAILURES = frozenset((*STARTUP_FAILURES, *RUNTIME_FAILURES, "none"))
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -92,19 +91,39 @@ class Documented(BaseModel):
         return "\n\n".join(f"{label}: {text.strip()}" for label, text in sections)
 
 
-class Rule(Documented):
-    """A rule file: what it detects, when, what to say and what to change, and the logs that show it."""
+class Judged(Documented):
+    """What every rule file holds, a log rule's or a metric rule's: what it is, when it holds, what it
+    says and what it changes."""
 
     model_config = ConfigDict(extra="forbid")
-    code: str = Field(pattern=r"^[SRH][12]\d\d$")
+    code: str  # each kind of rule its own letters (below)
     name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-    phase: Literal["startup", "runtime", "healthy"]
+    phase: str
     severity: Literal["error", "warning", "info"]
-    failure: Failure  # type: ignore[valid-type]  # Failure is built from the tuples above
-    event: list[str]
+    failure: str  # one of FAILURES, the corpus's words
     when: str = "True"
     message: list[str]
     remediations: list[Remediation] = Field(default_factory=list)
+
+    @field_validator("failure")
+    @classmethod
+    def _known_failure(cls, value: str) -> str:
+        if value not in FAILURES:
+            raise ValueError(f"failure {value!r} is none of {', '.join(sorted(FAILURES))}")
+        return value
+
+    @field_validator("when")
+    @classmethod
+    def _valid_when(cls, value: str) -> str:
+        return _checked(value)
+
+
+class Rule(Judged):
+    """A log rule: what it detects, when, what to say and what to change, and the logs that show it."""
+
+    code: str = Field(pattern=r"^[SRH][12]\d\d$")
+    phase: Literal["startup", "runtime", "healthy"]
+    event: list[str]
     versions: str
     references: list[str] = Field(default_factory=list)
     fallback: bool = False  # only when no other error or warning explains the run
@@ -119,7 +138,7 @@ class Rule(Documented):
 
     @field_validator("when")
     @classmethod
-    def _valid_when(cls, value: str) -> str:
+    def _when_reads_no_arithmetic(cls, value: str) -> str:
         derived = sorted(set(names_read(_checked(value))) & DERIVED_NAMES)
         if derived:
             raise ValueError(
@@ -127,6 +146,17 @@ class Rule(Documented):
                 "use them in the message, flags or a remediation's when"
             )
         return value
+
+
+class MetricRule(Judged):
+    """A metric rule (rules/metrics/): judged over a replica's /metrics figures (or the deployment's)."""
+
+    code: str = Field(pattern=r"^M1\d\d$")
+    phase: Literal["runtime", "healthy"]
+    when: str
+    scope: Literal["replica", "deployment"] = "replica"  # one replica's figures, or all of them at once
+    bottleneck: str  # what the summary calls it when this rule is the top finding
+    reads: list[str]  # the metrics it reads, for `explain` and the rule pages
 
 
 def _checked(expression: str) -> str:
@@ -137,30 +167,47 @@ def _checked(expression: str) -> str:
     return expression
 
 
+R = TypeVar("R", bound=Judged)
+
+
 class RuleSetError(ValueError):
     """The rule files are invalid: a bad key, a bad expression, a duplicate code."""
 
 
 @cache
 def load_rules(folder: Path | None = None) -> tuple[Rule, ...]:
-    folder = folder or data_dir("rules")
-    rules: list[Rule] = []
-    seen: dict[str, str] = {}
-    for path in sorted(folder.glob("*.toml")):
-        try:
-            rule = Rule.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, tomllib.TOMLDecodeError) as error:
-            raise RuleSetError(f"{path.name}: {error}") from None
-        if rule.code in seen:
-            raise RuleSetError(f"{path.name}: code {rule.code} already used by {seen[rule.code]}")
-        if path.stem != f"{rule.code}-{rule.name}":
-            raise RuleSetError(f"{path.name}: file must be named {rule.code}-{rule.name}.toml")
-        seen[rule.code] = path.name
-        rules.append(rule)
+    """The log rules (rules/*.toml), each other rule's remediations shared where one names them."""
+    rules = _loaded(folder or data_dir("rules"), Rule)
     by_code = {rule.code: rule for rule in rules}
     for rule in rules:
         if rule.remediations_from:
             if rule.remediations_from not in by_code or rule.remediations:
                 raise RuleSetError(f"{rule.code}: remediations_from must name another rule and stand alone")
             rule.remediations = by_code[rule.remediations_from].remediations
+    return rules
+
+
+@cache
+def load_metric_rules(folder: Path | None = None) -> tuple[MetricRule, ...]:
+    """The metric rules (rules/metrics/*.toml)."""
+    return _loaded(folder or data_dir("rules") / "metrics", MetricRule)
+
+
+def _loaded(folder: Path, kind: type[R]) -> tuple[R, ...]:
+    """The rule files of a folder, validated: each named CODE-name.toml, each code once."""
+    rules: list[R] = []
+    seen: dict[str, str] = {}
+    where = "" if kind is Rule else f"{folder.name}/"
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            rule = kind.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, tomllib.TOMLDecodeError) as error:
+            raise RuleSetError(f"{where}{path.name}: {error}") from None
+        code = rule.code
+        if code in seen:
+            raise RuleSetError(f"{where}{path.name}: code {code} already used by {seen[code]}")
+        if path.stem != f"{code}-{rule.name}":
+            raise RuleSetError(f"{where}{path.name}: file must be named {code}-{rule.name}.toml")
+        seen[code] = path.name
+        rules.append(rule)
     return tuple(rules)

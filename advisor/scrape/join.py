@@ -20,10 +20,10 @@ from advisor.report.contract import (
 )
 from advisor.rules.match import Match
 from advisor.rules.render import render
-from advisor.rules.schema import SEVERITY_ORDER
+from advisor.rules.schema import SEVERITY_ORDER, load_metric_rules
 from advisor.scrape.figures import cache_config, deployment, figures
 from advisor.scrape.names import matching_releases
-from advisor.scrape.rules import judge, load_metric_rules
+from advisor.scrape.rules import judge
 from advisor.scrape.snapshot import Snapshot
 from advisor.timeline import Run
 

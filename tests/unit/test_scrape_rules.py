@@ -10,11 +10,11 @@ import pytest
 from conftest import FIXTURES
 from helpers.metric_dumps import snapshot_of
 
+from advisor.rules.schema import load_metric_rules
 from advisor.scrape.fetch import read
 from advisor.scrape.figures import figures
 from advisor.scrape.join import join
 from advisor.scrape.poll import Comparison
-from advisor.scrape.rules import load_metric_rules
 from advisor.scrape.snapshot import parse
 
 CASES = tomllib.loads((FIXTURES / "metrics" / "cases.toml").read_text())["cases"]
@@ -72,8 +72,7 @@ def test_captured_dump_judged_alone_as_it_was_captured(dump):
 
 def test_the_rules_command_lists_the_metric_rules_too(capsys):
     from advisor.cli import main
-    from advisor.rules.schema import load_rules
-    from advisor.scrape.rules import load_metric_rules
+    from advisor.rules.schema import load_metric_rules, load_rules
 
     assert main(["rules"]) == 0
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
