@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 import tomllib
+from datetime import timedelta
 
 import pytest
 from conftest import FIXTURES
 from helpers.metric_dumps import snapshot_of
 
+from advisor.rules.remembered import names_read
 from advisor.rules.schema import load_metric_rules
-from advisor.scrape.fetch import read
+from advisor.scrape.fetch import Body, read
 from advisor.scrape.figures import figures
 from advisor.scrape.join import join
 from advisor.scrape.poll import Comparison
+from advisor.scrape.rules import judge
 from advisor.scrape.snapshot import parse
 
 CASES = tomllib.loads((FIXTURES / "metrics" / "cases.toml").read_text())["cases"]
@@ -86,3 +89,20 @@ def test_a_poll_before_leaves_only_the_interval_s_latencies():
     alone, polled = figures(dump), figures(dump, previous=dump)
     assert alone["queue_time_count"] > 0 and "queue_time_p95_s" in alone
     assert "queue_time_p95_s" not in polled and polled["preemptions"] == 0
+
+
+# The figures that are rates: a count over a time.
+RATES = ("generation_tok_s",)
+DUMPS = sorted((FIXTURES / "live").rglob("*.metrics.txt"))
+
+
+@pytest.mark.parametrize("rule", load_metric_rules(), ids=lambda rule: rule.code)
+def test_one_scrape_gives_no_rate_for_a_rule_to_read(rule):
+    # Every real dump fetched "now", a day after its counters were created: one scrape counts, never divides.
+    for path in DUMPS:
+        body = read(str(path))
+        snapshot = parse(Body(body.text, "http://127.0.0.1:8000/metrics", body.read_at + timedelta(days=1), True))
+        seen = figures(snapshot)
+        assert not set(RATES) & set(seen), path.name
+        if set(RATES) & set(names_read(rule.when)):
+            assert rule.code not in [fired.code for fired, _ in judge(seen, rule.scope)], path.name
