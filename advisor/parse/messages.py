@@ -68,6 +68,36 @@ Parts = dict[str, Any]
 VLLM_PATH = re.compile(r"[/\\]vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
 
 
+# What an exception's message says vLLM refuses, in the wordings a family of raises shares across
+# releases ("... with FP8 KV cache not yet supported", "FP8 KV cache on CPU requires ...", "Cannot find
+# the config file for gptq") that no one grammar line covers: the setting it names, for S203 and S204.
+REFUSALS = (
+    (
+        "quantization",
+        re.compile(
+            r"(?i)cannot find the config file for|quantiz[a-z]*(?: method| scheme| config)?[^.]{0,80}?"
+            r"(?:not supported|unsupported|requires|only supports?|is not available)"
+            r"|(?:does not support|not supported for|unsupported)[^.]{0,40}?quantiz"
+        ),
+    ),
+    (
+        "kv_cache_dtype",
+        re.compile(
+            r"(?i)(?:(?:fp8|nvfp4)[ _-]?kv|kv[ _-]?cache[ _-]?dtype|cache_dtype)[^.]{0,80}?"
+            r"(?:not (?:yet )?supported|unsupported|requires|only supports?|incompatible)"
+            r"|(?:does not support|doesn.t support|not supported for|unsupported)[^.]{0,40}?"
+            r"(?:(?:fp8|nvfp4)[ _-]?kv|kv[ _-]?cache[ _-]?dtype|cache_dtype)"
+        ),
+    ),
+)
+
+
+def refused(message: str) -> str:
+    """The settings an exception's message says vLLM refuses ("quantization", "kv_cache_dtype"), comma
+    separated; "" for none."""
+    return ",".join(name for name, wording in REFUSALS if wording.search(message[:2000]))
+
+
 # How a process ended that said nothing of why (Python's resource tracker cleaned up after it).
 REASON_UNSAID = (
     "it logged no error of its own as it ended; most often the kernel's OOM killer (host memory) or a "

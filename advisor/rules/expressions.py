@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import math
 import operator
-import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -35,20 +34,7 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 }
 
 
-@cache
-def _pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def matches(text: Any, pattern: str) -> bool:
-    """Whether the pattern (a rule file's, trusted) is found in the text: for wordings a family shares
-    ("... with FP8 KV cache not yet supported", "FP8 KV cache on CPU requires ...") that no one
-    grammar line covers. The text is a log's, bounded: an exception message is cut at 500 characters."""
-    return isinstance(text, str) and _pattern(pattern).search(text[:2000]) is not None
-
-
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "matches": matches,
     "min": min,
     "max": max,
     "int": int,
