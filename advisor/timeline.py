@@ -99,8 +99,6 @@ FOREIGN_FRAME = "~"
 LOGGED_IN = "@"
 # Beside it, when that call is a request handler's that answers the client with the error and goes on.
 ANSWERED = "!answered"
-# Or when that call is any code's that goes on from the error it logs (a warm-up that failed, a retry).
-HANDLED = "!handled"
 # Other packages' frames that name a stage, as a traceback's foreign frames are marked.
 FOREIGN_STAGE_FRAMES = {FOREIGN_FRAME + name: stage for name, stage in FOREIGN_STAGES.items()}
 # Wrappers a worker's RPC dispatcher may call through before the method it was asked to run.
@@ -149,7 +147,7 @@ class Event:
 
     fact: Fact
     phase: str  # startup | runtime
-    stage: str = ""  # model_init | kv_sizing | graph_capture | serving | "" when unknown
+    stage: str = ""  # model_init | kv_sizing | graph_capture | server_start | serving | "" when unknown
     frames: tuple[str, ...] = ()
     derived: Mapping[str, float] = field(default_factory=lambda: NO_CHANGE)  # read-only: shared
 
@@ -339,7 +337,7 @@ def _traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str
         if kind in LOGGED_KINDS and (logged := _logger_frames(fact)):
             # The logger call that printed it is the traceback's outermost known place.
             frames_so_far = open_frames.setdefault(process, [])
-            if not frames_so_far or not frames_so_far[0].startswith((LOGGED_IN, ANSWERED, HANDLED)):
+            if not frames_so_far or not frames_so_far[0].startswith((LOGGED_IN, ANSWERED)):
                 frames_so_far[:0] = logged
         if kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
             _append_frame(open_frames.setdefault(process, []), _frame_name(fact))
@@ -395,8 +393,7 @@ def _logger_frames(fact: Fact) -> list[str]:
     answers the request (see ANSWERED)."""
     text = fact.text
     frames = [LOGGED_IN + text["logged_in"]] if "logged_in" in text else []
-    marks = [mark for mark, word in ((ANSWERED, "answered"), (HANDLED, "handled")) if word in text]
-    return [*marks, *frames]
+    return [ANSWERED, *frames] if "answered" in text else frames
 
 
 def _frame_name(fact: Fact) -> str:

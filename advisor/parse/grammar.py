@@ -278,13 +278,6 @@ def answered_at() -> frozenset[str]:
     return frozenset(_stages_json()["answered_at"])
 
 
-@cache
-def handled_at() -> frozenset[str]:
-    """The "file.py:line" of each `logger.exception` call in an `except` block that neither raises nor
-    ends the process: the traceback it logs is an error the code went on from (advisor/stages.json)."""
-    return frozenset(_stages_json()["handled_at"])
-
-
 # A line whose facts depend on the digits of its [file:line] (logged_stage): an error-level record
 # with a source. Digit-uniform, for advisor.fast.templates, which parses such lines every time.
 LOCATED_ERROR = re.compile(r"(?:ERROR|CRITICAL) [^\[\]]{0,40}?\[?[\w.\-]+\.py:\d+\]")
@@ -312,11 +305,6 @@ def logged_answered(envelope: Envelope) -> bool:
     return envelope.source is not None and envelope.level == "ERROR" and envelope.source in answered_at()
 
 
-def logged_handled(envelope: Envelope) -> bool:
-    """Whether an error record was logged by code that goes on from the error (see handled_at)."""
-    return envelope.source is not None and envelope.level == "ERROR" and envelope.source in handled_at()
-
-
 def may_state_facts(text: str) -> bool:
     """Whether a line can state a fact: it holds an anchor, or it may be a CRITICAL record."""
     return CRITICAL in text or find_anchor(text) is not None
@@ -331,7 +319,7 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
         return []
     envelope = split_envelope(text, parse)
     logged_in = logged_stage(envelope)
-    answered, handled = logged_answered(envelope), logged_handled(envelope)
+    answered = logged_answered(envelope)
     request = names_a_request(envelope)
     facts: list[Fact] = []
     for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
@@ -341,8 +329,6 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
             words = {**words, "request": "named"}
         if answered:
             words = {**words, "answered": "yes"}
-        if handled:
-            words = {**words, "handled": "yes"}
         facts.append(
             Fact(
                 kind=kind,

@@ -16,7 +16,7 @@ from advisor.plan.model import ModelShape
 from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
-from advisor.timeline import ANSWERED, HANDLED, Event, Run
+from advisor.timeline import ANSWERED, Event, Run
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,7 @@ class RunContext:
 
     def own_names(self, event: Event) -> dict[str, Any]:
         """The event's own names: its values, their changes and its words, its kind, level, phase, stage
-        and frames (answered: a request handler logged it and answered the client; handled: code that went
-        on from it logged it), the exception it
+        and frames (answered: a request handler logged it and answered the client), the exception it
         states, the root cause and shutdown it comes after, and whether it ends the run (at_end: no sign
         of startup progress or serving follows it)."""
         fact = event.fact
@@ -98,7 +97,6 @@ class RunContext:
         names["stage"] = event.stage
         names["frames"] = list(event.frames)
         names["answered"] = ANSWERED in event.frames
-        names["handled"] = HANDLED in event.frames
         names["exception"] = text.get("type", "")
         names["root_cause"] = self.root_cause if line >= self.root_cause_from else None
         names["shutting_down"] = line >= self.shutdown_from

@@ -85,6 +85,10 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "14118": "gpu_memory_utilization is in the shell's command line, not vLLM's output",
     "16007": "the terminal wrapped the non-default args inside a string, the rest of the dict on a line of no prefix",
     "16070": "gpu_memory_utilization is in the shell's 'Killed' line's command, not vLLM's output",
+    "17004": "the tensor-parallel size is inferred from a VllmWorkerProcess beside the driver, which prints no flag",
+    "17007": "gpu_memory_utilization is in the script's LLM(...) line a traceback quotes, not vLLM's output",
+    "17035": "the terminal wrapped 'num_gpu_blocks is' and its number onto two lines",
+    "17096": "the length and TP size are in the thread's command; the log has only 'rank 1 in world size 2'",
     "16095": "the tensor-parallel size is read from 'rank 1 in world size 2', which is no flag",
     "16096": "the tensor-parallel size is read from the ranks' world size, which is no flag",
 }

@@ -61,6 +61,10 @@ ENTRY_POINTS = {
         "init_cache_engine",
     ),
     "graph_capture": ("capture_model", "_capture_cudagraphs", "capture_begin", "capture_end"),
+    # The API server checking its arguments (a chat template named is validated): what serving also
+    # calls (a chat template's checks) then places nothing. Not the app's building: the route handlers
+    # and exception handlers it defines run while serving.
+    "server_start": ("validate_parsed_serve_args",),
     "serving": (
         "step",
         "run_busy_loop",
@@ -168,12 +172,11 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
     }
 
 
-def answered_at(per_release: dict[str, list[dict]], flag: str = "answered") -> list[str]:
+def answered_at(per_release: dict[str, list[dict]]) -> list[str]:
     """The "file.py:line" places of `logger.exception` calls in an `except` block that returns and
     never raises (a request handler answering with an error response): the traceback they log is one
     request's error, and the process goes on. Kept where every release with such a call on that place
-    agrees (only `exception` prints a traceback: another file's plain `error` there does not vote).
-    With flag "handled": the places of such calls in any `except` block that does not raise."""
+    agrees (only `exception` prints a traceback: another file's plain `error` there does not vote)."""
     votes: dict[str, set[bool]] = defaultdict(set)
     for messages in per_release.values():
         for message in messages:
@@ -181,8 +184,8 @@ def answered_at(per_release: dict[str, list[dict]], flag: str = "answered") -> l
                 name = message["file"].rsplit("/", 1)[-1]
                 for first, last in message["lines"]:
                     for line in range(first, last + 1):
-                        votes[f"{name}:{line}"].add(message[flag])
-    return sorted(place for place, agreed in votes.items() if agreed == {True})
+                        votes[f"{name}:{line}"].add(message["answered"])
+    return sorted(place for place, answered in votes.items() if answered == {True})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,7 +202,6 @@ def main(argv: list[str] | None = None) -> int:
     by_stage, counts = build(per_release)
     places = logged_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
     answered = answered_at({v: cached(v) or [] for v in per_release})
-    handled = answered_at({v: cached(v) or [] for v in per_release}, "handled")
     document = {
         "about": "vLLM's functions by the stage they run in, from each release's calls (tools/stages/extract.py)",
         "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
@@ -207,11 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         "stages": by_stage,
         "logged_at": places,
         "answered_at": answered,
-        "handled_at": handled,
     }
     STAGES_JSON.write_text(json.dumps(document, indent=1) + "\n")
     sizes = ", ".join(f"{stage} {len(names)}" for stage, names in by_stage.items())
-    placed = f"error records placed: {len(places)}, answered: {len(answered)}, handled: {len(handled)}"
+    placed = f"error records placed: {len(places)}, answered: {len(answered)}"
     print(f"{len(per_release)} releases; functions by stage: {sizes}; {placed}")
     return 0
 

@@ -22,14 +22,13 @@ def normalise(text: str) -> str:
 
 
 def read_release(version: str) -> dict:
-    """One release, read once: every distinct (template, style, call, file, function, answered, handled)
-    it logs or raises, unfiltered (answered: an except block that returns makes the call; handled: one
-    that does not raise), with the source lines of its calls, and its call graph ({function: [names it
-    calls]}, merged over files)."""
+    """One release, read once: every distinct (template, style, call, file, function, answered) it
+    logs or raises, unfiltered (answered: an except block that returns makes the call), with the
+    source lines of its calls, and its call graph ({function: [names it calls]}, merged over files)."""
     found: dict[tuple, dict] = {}
     graph: dict[str, set[str]] = {}
     for path, source in fetched(version):
-        for text, style, call, function, lines, answered, handled in messages(source):
+        for text, style, call, function, lines, answered in messages(source):
             entry = {
                 "template": normalise(text),
                 "style": style,
@@ -37,7 +36,6 @@ def read_release(version: str) -> dict:
                 "file": path,
                 "function": function,
                 "answered": answered,
-                "handled": handled,
             }
             found.setdefault(tuple(entry.values()), {**entry, "lines": []})["lines"].append(lines)
         for function, called in calls(source).items():

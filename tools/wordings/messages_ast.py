@@ -7,9 +7,7 @@ import re
 from collections.abc import Iterator
 
 # Bump when what is extracted changes: releases cached by an older version are read again.
-VERSION = 6
-# Calls an `except` block ends the process or the engine with, by name: no error it goes on from.
-ENDS_PROCESS = re.compile(r"exit|kill|dead|shutdown|abort|terminate", re.IGNORECASE)
+VERSION = 5
 LOG_METHODS = {
     "info",
     "warning",
@@ -117,46 +115,33 @@ def _assignments(scope: ast.AST) -> tuple[dict[str, ast.AST], dict[str, str]]:
     return strings, aliases
 
 
-def _handled(tree: ast.AST) -> tuple[set[int], set[int]]:
-    """The nodes inside an `except` block that never raises nor ends the process (handled: what it logs
-    is an error the code goes on from), and among them those of a block that returns (answered: a
-    request handler answering with an error response)."""
-    handled: set[int] = set()
-    answered: set[int] = set()
+def _answered(tree: ast.AST) -> set[int]:
+    """The nodes inside an `except` block that returns and never raises: what such a block logs is
+    an error it handled (a request answered with an error response), not one that ends the process."""
+    inside: set[int] = set()
     for handler in ast.walk(tree):
         if isinstance(handler, ast.ExceptHandler):
             nodes = [n for statement in handler.body for n in ast.walk(statement)]
-            if any(isinstance(n, ast.Raise) or _ends_process(n) for n in nodes):
-                continue
-            handled.update(map(id, nodes))
-            if any(isinstance(n, ast.Return) for n in nodes):
-                answered.update(map(id, nodes))
-    return handled, answered
+            if any(isinstance(n, ast.Return) for n in nodes) and not any(isinstance(n, ast.Raise) for n in nodes):
+                inside.update(map(id, nodes))
+    return inside
 
 
-def _ends_process(node: ast.AST) -> bool:
-    """A call that ends the process or the engine (sys.exit, os._exit, os.kill, _send_engine_dead, ...)."""
-    if not isinstance(node, ast.Call):
-        return False
-    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-    return ENDS_PROCESS.search(name) is not None
-
-
-def messages(source: bytes) -> Iterator[tuple[str, str, str, str, tuple[int, int], bool, bool]]:
-    """(template, style, call, function, lines, answered, handled) for each logger call and raise with a
+def messages(source: bytes) -> Iterator[tuple[str, str, str, str, tuple[int, int], bool]]:
+    """(template, style, call, function, lines, answered) for each logger call and raise with a
     string message.
 
     call is "logger.<method>" or the raised class; function is the name of the function that
     makes the call ("" at module level); lines, the first and last line of the call, one of which
     a log record names as its [file:line]; answered, whether the call is in an `except` block that
-    returns without raising, handled, in one that does not raise (see _handled). Files that do not
-    parse (Python 2 relics, syntax newer than this interpreter) yield nothing.
+    returns without raising (see _answered). Files that do not parse (Python 2 relics, syntax newer
+    than this interpreter) yield nothing.
     """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return
-    handled, answered = _handled(tree)
+    answered = _answered(tree)
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     seen: set[int] = set()
     for scope in [*reversed(scopes), tree]:  # innermost first: its names are the right ones
@@ -168,7 +153,7 @@ def messages(source: bytes) -> Iterator[tuple[str, str, str, str, tuple[int, int
             if found:
                 seen.add(id(node))
                 lines = (node.lineno, node.end_lineno or node.lineno)
-                yield (*found, "" if scope is tree else scope.name, lines, id(node) in answered, id(node) in handled)
+                yield (*found, "" if scope is tree else scope.name, lines, id(node) in answered)
 
 
 def _message(node: ast.AST, names: dict[str, ast.AST], aliases: dict[str, str]) -> tuple[str, str, str] | None:
