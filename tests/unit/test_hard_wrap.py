@@ -18,6 +18,7 @@ KNOWN = {
     (120, "14110"): "the words of tt-metal's out-of-memory error cut by the wrap",
     (120, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
     (160, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
+    (120, "17005"): "a stats line's counts cut by the wrap: the preemption inferred from them reads otherwise",
     (120, "034"): "the words that place the out-of-memory error cut by the wrap",
     (120, "315"): "the exception's class name cut by the wrap",
     (120, "3026"): "an anchor's words (a request's abort) cut by the wrap",
