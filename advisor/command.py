@@ -132,12 +132,7 @@ def original(run: Run | None, user_command: str | None) -> list[str] | None:
         ("engine_config", lambda a: from_config(a, entry)),
     )
     for kind, build in builders:
-        # Non-default args with a value that is no literal lost a flag: the next form, if any, is whole.
-        whole = kind != "non_default_args"
-        fact = next(
-            (f for f in reversed(run.facts) if f.kind == kind and f.args and (whole or not f.text.get("unreadable"))),
-            None,
-        )
+        fact = next((f for f in reversed(run.facts) if f.kind == kind and f.args and _whole(f)), None)
         if fact is not None:
             return build(fact.args)
     return None

@@ -10,6 +10,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from advisor.command import flag_name
 from advisor.pipeline import PendingReport
 from advisor.report.contract import Report
 from advisor.scrape.fetch import read
@@ -81,7 +82,7 @@ def compared(rows: list[Row]) -> list[Row]:
 
 
 def _effect(before: Row, after: Row) -> str:
-    knobs = ", ".join(f"{_flag(n)} {_given(a)} -> {_given(b)}" for n, (a, b) in after.changed.items()) or "no flag"
+    knobs = ", ".join(f"{flag_name(n)} {_given(a)} -> {_given(b)}" for n, (a, b) in after.changed.items()) or "no flag"
     moved = [
         f"{title} {_number(before.figures[n])} -> {_number(after.figures[n])}"
         for n, title in COLUMNS
@@ -117,7 +118,7 @@ def render(rows: list[Row], form: str) -> str:
     columns = [n for n, _ in COLUMNS if any(n in r.figures for r in rows)]
     titles = ["run", "verdict", "changed", *(dict(COLUMNS)[n] for n in columns)]
     table = [
-        [r.source, r.verdict, " ".join(f"{_flag(n)} {_given(v[1])}" for n, v in r.changed.items()) or "-"]
+        [r.source, r.verdict, " ".join(f"{flag_name(n)} {_given(v[1])}" for n, v in r.changed.items()) or "-"]
         + [_number(r.figures[n]) if n in r.figures else "-" for n in columns]
         for r in rows
     ]
@@ -131,10 +132,6 @@ def render(rows: list[Row], form: str) -> str:
         "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in [titles, *table]
     ]
     return "\n".join([*lines, "", *effects]) + "\n"
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 def _given(value: Any) -> str:
