@@ -43,9 +43,10 @@ SERVING_KINDS = {
     "offline_progress",
 }
 # An engine that is dead to its requests, or whose serving loop failed, was serving, and uvicorn shuts
-# down an application only after starting it: an excerpt that shows one before any startup step began
+# down an application only after starting it; a CUDA kernel's failed assertion is a request's data far
+# more often than start-up's dummy inputs: an excerpt that shows one before any startup step began
 # after readiness (but none of them is progress).
-DEATH_WHILE_SERVING_KINDS = {"engine_dead", "engine_loop_failed", "app_shutdown"}
+DEATH_WHILE_SERVING_KINDS = {"engine_dead", "engine_loop_failed", "app_shutdown", "device_assert"}
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {
     "engine_config",
@@ -238,12 +239,15 @@ def place(run: Run) -> list[Event]:
     )
     stage_of_line, open_frames = _traceback_stages(facts)
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
+    compile_lines = {f.line for f in facts if f.text.get("compiling")}
     captured_late = _before_unfinished_capture(facts)
     events: list[Event] = []
     previous_stats: dict[tuple[str | None, Number | None], dict[str, Number]] = {}  # by process and engine
     capturing = sized = False
     last_values: dict[str, Number] = {}
     peak = backend = progress = None
+    in_traceback: set[str | None] = set()  # the processes whose last fact was a line of a traceback
+    headers = _traceback_headers(facts)
     for fact in facts:
         kind, line, values = (
             fact.kind,
@@ -256,7 +260,11 @@ def place(run: Run) -> list[Event]:
         if kind in PROGRESS_KINDS:
             progress = line
         if kind in TRACEBACK_KINDS:
+            in_traceback.add(fact.process)
             continue
+        if kind == "error_record" and (fact.process in in_traceback or id(fact) in headers):
+            continue  # a line of a traceback its logger call prints (a code line the paste unindented), or its header
+        in_traceback.discard(fact.process)
         if kind in STAGE_STEP_KINDS:  # the other kinds leave both as they are
             capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
             sized = sized or kind in KV_SIZING_KINDS
@@ -268,7 +276,8 @@ def place(run: Run) -> list[Event]:
         phase = "runtime" if line >= runtime_from or serving else "startup"
         sized = sized or stage == "kv_sizing"  # an error raised while sizing: sizing had begun
         if not stage:
-            stage = _stage_from_context(line in weights_lines, phase, capturing or id(fact) in captured_late, sized)
+            compiling = capturing or id(fact) in captured_late or line in compile_lines
+            stage = _stage_from_context(line in weights_lines, phase, compiling, sized)
         if kind == "stats":
             engine = (fact.process, values.get("engine"))
             events.append(Event(fact, phase, stage, frames, _stats_change(previous_stats.get(engine), values)))
@@ -288,6 +297,20 @@ def place(run: Run) -> list[Event]:
         phase = "runtime" if last >= runtime_from or _in_serving_loop(cut_frames) else "startup"
         events.append(Event(stub, phase, stage_from_frames(tuple(cut_frames)), tuple(cut_frames)))
     return sorted(events, key=attrgetter("fact.line"))
+
+
+def _traceback_headers(facts: list[Fact]) -> set[int]:
+    """The ids of the error records whose process's next fact is a traceback: the logger call's own words
+    before the traceback it prints ("WorkerProc hit an exception."), which the traceback speaks for."""
+    headers: set[int] = set()
+    last_record: dict[str | None, Fact] = {}
+    for fact in facts:
+        record = last_record.pop(fact.process, None)
+        if record is not None and fact.kind in LOGGED_KINDS:
+            headers.add(id(record))
+        if fact.kind == "error_record":
+            last_record[fact.process] = fact
+    return headers
 
 
 def _before_unfinished_capture(facts: list[Fact]) -> set[int]:

@@ -7,11 +7,11 @@ from functools import cache
 from typing import cast
 
 from advisor.ingest.unwrap import CUT_FROM_INSIDE, JOURNAL_KEY
-from advisor.parse.grammar import CRITICAL, anchor_words
+from advisor.parse.grammar import CRITICAL, ERROR, anchor_words
 
 # A line holding what unwrap cuts from inside lines ("CUDA \x1b[1mout of memory") or a journald
-# record's key is always a candidate: its anchors may not be in its raw bytes; so is a CRITICAL record.
-ALWAYS_CANDIDATES = (*CUT_FROM_INSIDE, JOURNAL_KEY, CRITICAL)
+# record's key is always a candidate: its anchors may not be in its raw bytes; so is an error-level record.
+ALWAYS_CANDIDATES = (*CUT_FROM_INSIDE, JOURNAL_KEY, CRITICAL, ERROR)
 
 
 def anchor_literals() -> tuple[bytes, ...]:

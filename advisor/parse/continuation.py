@@ -118,17 +118,18 @@ def join(
             return best
         still_cut = None
         # A terminal wraps mid-word and keeps every space; a newline in an exception's text stood
-        # for a space: the space is tried only where nothing reads on without it.
-        for separator in ("", " "):
-            facts = parse(joined + separator + line, number)
+        # for a space (and a paste may indent the line it begins): the space is tried only where
+        # nothing reads on without it.
+        for separator, rest in (("", line), (" ", line.lstrip())):
+            facts = parse(joined + separator + rest, number)
             # What the next lines say by themselves is theirs: the join must add to the cut message.
-            added = without(reading(facts), reading(parse(continuation + separator + line, number)))
+            added = without(reading(facts), reading(parse(continuation + separator + rest, number)))
             if reads_more(added, alone):
                 if not is_cut(facts):
                     return facts, used
                 best = facts, used
             if is_cut(facts):
-                still_cut = (joined + separator + line, continuation + separator + line)
+                still_cut = (joined + separator + rest, continuation + separator + rest)
                 break
         if still_cut is None:
             return best

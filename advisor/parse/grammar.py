@@ -25,6 +25,7 @@ from advisor.parse.messages import ToFacts, refused
 # elsewhere "ValueError" or 'File "' is just a word inside a sentence.
 # The level of a record that is a fact whatever its message says (see parse_line).
 CRITICAL = "CRITICAL"
+ERROR = "ERROR"
 STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_IPYTHON_FILE", "A_COLAB_FILE", "A_EXCEPTION", "A_WEIGHT_KERNEL"}
 # Real lines state a few messages; a hostile one full of anchors must not cost a parse per anchor.
 MAX_ANCHORS_PER_LINE = 32
@@ -243,13 +244,17 @@ def _stages_json() -> dict[str, Any]:
 
 
 # Frames the stage map cannot place and the timeline still reads: other packages' that name a stage
-# (torch.cuda.graph's capture, the device context that creates a model's tensors, FastAPI's call of a
-# route's endpoint), and vLLM's checks of one request's input, which reject that request alone.
+# (torch.cuda.graph's capture, the device context that creates a model's tensors, the web stack's
+# handling of a request), and vLLM's checks of one request's input, which reject that request alone.
 FOREIGN_STAGES = {
     "capture_begin": "graph_capture",
     "capture_end": "graph_capture",
     "__torch_function__": "model_init",
+    # FastAPI's call of a route's endpoint, Starlette's wrapper of a request's handling and uvicorn's
+    # cycle of one HTTP request: a traceback through them is a request's, so the server was listening.
     "run_endpoint_function": "serving",
+    "wrapped_app": "serving",
+    "run_asgi": "serving",
     # verl's rollout worker, the RL trainers' way of running vLLM's generation (Ray's WorkerDict).
     "generate_sequences": "serving",
 }
@@ -285,7 +290,7 @@ LOCATED_ERROR = re.compile(r"(?:ERROR|CRITICAL) [^\[\]]{0,40}?\[?[\w.\-]+\.py:\d
 
 def logged_stage(envelope: Envelope) -> str:
     """The stage an error record was logged in, from its [file:line]; "" when unknown."""
-    if envelope.source is None or envelope.level not in ("ERROR", CRITICAL):
+    if envelope.source is None or envelope.level not in (ERROR, CRITICAL):
         return ""
     return logged_at().get(envelope.source, "")
 
@@ -297,17 +302,17 @@ REQUEST_ID = re.compile(r"\b(?:chat)?cmpl-[0-9a-f]{16}")
 
 def names_a_request(envelope: Envelope) -> bool:
     """Whether an error record names a request the server took in (a serving sign)."""
-    return envelope.level in ("ERROR", CRITICAL) and "cmpl-" in envelope.body and bool(REQUEST_ID.search(envelope.body))
+    return envelope.level in (ERROR, CRITICAL) and "cmpl-" in envelope.body and bool(REQUEST_ID.search(envelope.body))
 
 
 def logged_answered(envelope: Envelope) -> bool:
     """Whether an error record was logged by a handler that answers the request and goes on."""
-    return envelope.source is not None and envelope.level == "ERROR" and envelope.source in answered_at()
+    return envelope.source is not None and envelope.level == ERROR and envelope.source in answered_at()
 
 
 def may_state_facts(text: str) -> bool:
-    """Whether a line can state a fact: it holds an anchor, or it may be a CRITICAL record."""
-    return CRITICAL in text or find_anchor(text) is not None
+    """Whether a line can state a fact: it holds an anchor, or it may be an error-level record."""
+    return CRITICAL in text or ERROR in text or find_anchor(text) is not None
 
 
 def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
@@ -344,7 +349,25 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
         # vLLM logs CRITICAL only when it gives up: whatever its words, a record of its own.
         words = {"message": envelope.body[:500]}
         facts.append(Fact(kind="critical_record", line=line, text=words, process=envelope.process, level=CRITICAL))
+    elif not facts and own_error_record(envelope, text):
+        # An error vLLM logged in words the grammar does not know ("WorkerProc hit an exception."): it
+        # fails nothing by itself, but a log that ends in one did not end well.
+        words = {"message": envelope.body[:500]}
+        if logged_in:
+            words["logged_in"] = logged_in
+        if answered:
+            words["answered"] = "yes"
+        facts.append(Fact(kind="error_record", line=line, text=words, process=envelope.process, level=ERROR))
     return facts
+
+
+def own_error_record(envelope: Envelope, text: str) -> bool:
+    """Whether a line is an ERROR record of vLLM's logger ([file.py:N]) in its own words: not one of
+    the indented lines of a traceback that the same logger call printed, nor an empty one."""
+    if envelope.level != ERROR or envelope.source is None or not envelope.body[:1].isalnum():
+        return False
+    start = len(text.rstrip()) - len(envelope.body)
+    return text[start - 2 : start] != "  "
 
 
 # An exception raised with several strings, RuntimeError("a ", f"b {x}. ", "c."), prints them as a

@@ -134,6 +134,10 @@ def _named(names: tuple[str, ...], children: Children) -> dict[str, Number]:
     return dict(zip(names, _numbers(children), strict=False))
 
 
+# XLA's words for memory a compilation could not have: its compiler's, or a compiled program's room.
+COMPILATION_OOM = ("compile permanent error", "Error loading program")
+
+
 class ToFacts(Transformer[Token, Parts]):
     """Turns a parsed message into (kind, values, text, args); rule names are the kinds."""
 
@@ -393,8 +397,18 @@ class ToFacts(Transformer[Token, Parts]):
         percent = re.search(r"(\d{1,3})%", _token(c, "A_OFFLINE_PROGRESS") or "")
         return {"values": {"progress_pct": int(percent[1])}} if percent else {}
 
+    def cuda_error_oom(self, c: Children) -> Parts:
+        # A compiler's or a compiled program's memory: the stage that compiles (timeline.place).
+        compiling = any(word in (_token(c, "A_CUDA_ERROR_OOM") or "") for word in COMPILATION_OOM)
+        return {"text": {"compiling": "yes"}} if compiling else {}
+
     def shm_wait(self, c: Children) -> Parts:
         return {"values": _named(("wait_seconds",), c)}
+
+    ray_group_wait = shm_wait
+
+    def ray_devices_short(self, c: Children) -> Parts:
+        return {"values": _named(("required_devices", "total_devices"), c)}
 
     def ready(self, c: Children) -> Parts:
         return {"values": _named(("init_seconds",), c)}

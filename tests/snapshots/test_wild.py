@@ -23,7 +23,6 @@ KNOWN_WRONG: dict[str, str] = {
     "2053": "an offline run's OOM after KV sizing at utilization 1.0: no serving sign in the excerpt",
     "3020": "a V0 engine.py handler's line: several vLLM files are named engine.py, so its [file:line] places nothing",
     "3031": "one running and 14 waiting at 76% KV, stuck: no rule reads a stall below 90%",
-    "3045": "a worker's device-side assert during a step: no placed frame",
     "3046": "a sampler OOM in a V1 worker step: no placed frame",
     "3048": "swap exhaustion named by the thread; the excerpt stops in the scheduler's frames",
     "3056": "Ray Serve and starlette frames only: the replica's request failure has no serving sign",
@@ -38,7 +37,6 @@ KNOWN_WRONG: dict[str, str] = {
     "7052": "a V0 sampler traceback cut before its error: profiling and serving both sample, no serving sign",
     "8060": "an RL framework's own frame calling llm.collective_rpc on a built engine, no vLLM frame shown",
     "8069": "one ERROR record of a traceback's source line ('raise ValueErro') ends it: no frame, no exception",
-    "9028": "a device-side assert in flash-attn's forward inside an ExceptionGroup: no serving frame or sign",
     "8071": "only the V0 client's idle DEBUG loop ('Waiting for output from MQLLMEngine'): the hang is in the thread",
     "10018": "a request's traceback cut at the handler's call: one that reaches starlette is most often the engine's",
     "10049": "a hard-wrapped worker traceback whose only frame, DeepGEMM's warm-up, is split across two lines",
@@ -67,6 +65,8 @@ KNOWN_WRONG: dict[str, str] = {
     "16052": "a start-up hung on the Hub, ended by SIGTERM: the label takes the operator's stop for a failure",
     "16070": "a shell's 'Killed' after an idle server's 401s: the label calls the kill the wrapper's, not a death",
     "16093": "a DeepSpeed broadcast's HCCL error after vLLM's engine was built: the trainer's, not vLLM's",
+    "18101": "FastChat's own traceback, cut, right after vLLM's engine got ready: its worker never served",
+    "18110": "a worker's exception after a KV connector's per-request DEBUG lines, which are no serving sign",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {

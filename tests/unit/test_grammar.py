@@ -6,7 +6,7 @@ import itertools
 import json
 
 import pytest
-from conftest import FIXTURES, ROOT, fixture_line, tiers
+from conftest import FIXTURES, ROOT, analyze_fixture, fixture_line, tiers
 
 from advisor.ingest import sources
 from advisor.parse.grammar import AnchorSearch, anchor_regex, find_anchor, parse_line, split_envelope
@@ -126,3 +126,28 @@ def test_a_message_hard_wrapped_by_a_terminal_is_read_whole(width):
 def test_launch_arguments_are_read_around_values_that_are_no_literal(log, line, kind, read, left_out):
     fact = next(f for f in parse_line(fixture_line(log, line), line) if f.kind == kind)
     assert {name: fact.args.get(name) for name in read} == read and left_out not in fact.args
+
+
+def test_an_error_record_in_words_the_grammar_does_not_know_is_one_and_its_traceback_lines_are_not():
+    # V1's worker loop logs "WorkerProc hit an exception." before the traceback it prints; every line of
+    # that traceback carries the same ERROR envelope, indented after it.
+    said = parse_line(fixture_line("18110-", 4), 4)
+    assert [(f.kind, f.text["message"]) for f in said] == [("error_record", "WorkerProc hit an exception.")]
+    assert parse_line(fixture_line("5036-", 2), 2) == []  # "    super().__init__(" of a logged traceback
+
+
+def test_a_log_that_ends_in_an_error_record_is_never_healthy():
+    # A prefill worker's exception, cut after its first words: whatever the stage, not a healthy end.
+    assert analyze_fixture("18110-").verdict.phase != "healthy"
+
+
+def test_a_message_wrapped_at_a_word_and_indented_by_the_paste_is_read_on():
+    # A docs page's admonition: the ValueError wrapped by its author, both lines indented four spaces.
+    from advisor.ingest.sources import Line
+    from advisor.parse.continuation import continued_facts
+
+    rows = [Line(n, fixture_line("18308-", n)) for n in (1, 2)]
+    facts = [f for f in continued_facts(rows, parse_line) if f.kind == "free_memory_below_utilization"]
+    assert [f.values for f in facts] == [
+        {"free_gpu_gib": 14.45, "total_gpu_gib": 122.82, "gpu_memory_utilization": 0.7, "requested_gib": 85.98}
+    ]

@@ -28,7 +28,6 @@ KNOWN = {
     (120, "9013"): "an anchor's words (the out-of-memory error's) cut by the wrap",
     (120, "10020"): "an anchor's words (the shared-memory broadcast's wait) cut by the wrap",
     (120, "12043"): "behind a shell's '[date] [/bin/sh]: ' columns the wrap cuts a record's words (undiagnosed)",
-    (160, "082"): "an anchor's words ('NCCL er' of 'NCCL error') cut by the wrap",
     (160, "315"): "the exception's class name cut by the wrap",
     (160, "6060"): "the wrap cuts 'execute_model' of a worker's frame: the model step that places it is not named",
     (160, "12036"): "the wrap cuts 'execute_model' of a worker's frame: the model step that places it is not named",

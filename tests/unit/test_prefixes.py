@@ -33,6 +33,7 @@ UNLEARNABLE = {
     "12054",
     "15069",
     "15074",
+    "18308",
 }
 LOGS = [
     pytest.param(
