@@ -40,6 +40,7 @@ def cases() -> list[dict]:
     requests = []
     for folder, tp, length, kv_bytes in found:
         shape = model.load(folder)
+        length = min(length, shape.max_model_len)  # vLLM refuses a length above the model's own (gemma-2: 8192)
         request = planner.Request(
             str(folder), tensor_parallel=tp, max_model_len=length, kv_cache_memory_bytes=kv_bytes,
             max_num_batched_tokens=BATCHED,
