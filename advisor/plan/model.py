@@ -236,6 +236,12 @@ def shape_of(raw: dict[str, Any], path: Path, weights: weights_module.Weights | 
     )
     hidden = config.number("hidden size", ALIASES["hidden_size"], default=0, default_basis="not in config.json")
     is_mla = model_type in MLA_MODEL_TYPES and config.raw.get("kv_lora_rank") is not None
+    if is_mla and config.get("index_topk")[0]:
+        # deepseek_v2.py: index_topk adds DeepseekV32IndexerCache layers beside the MLA latent.
+        raise PlanError(
+            f"{path}: model_type {model_type!r} with index_topk: the sparse-attention indexer cache "
+            "(DeepSeek-V3.2, GLM-5 DSA) is not modelled by plan"
+        )
     kv_heads = _kv_heads(config, model_type, heads, is_mla)
     head_size = _head_size(config, is_mla, heads, hidden)
     window = _sliding_window(config, model_type)

@@ -108,3 +108,12 @@ def test_unknown_layer_type_is_refused_by_name(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(PlanError, match="layer type 'compressed_attention'"):
         model.load(tmp_path)
+
+
+def test_mla_with_a_sparse_attention_indexer_is_refused(tmp_path):
+    # DeepSeek-V3.2's index_topk gives every layer an indexer cache beside the latent: not sized, so refused.
+    config = json.loads((CONFIGS / "kimi-k2-instruct/config.json").read_text())
+    config.update(model_type="deepseek_v32", index_topk=2048)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(PlanError, match="indexer cache"):
+        model.load(tmp_path)
