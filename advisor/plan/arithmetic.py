@@ -32,22 +32,28 @@ class Settings:
     conv_state_bytes: int  # mamba conv state dtype: the model dtype
     ssm_state_bytes: int  # mamba SSM state dtype: --mamba-ssm-cache-dtype, "auto" being the model dtype
     max_in_flight_tokens: int  # scheduled-not-freed tokens a sliding window keeps: batches x batched tokens
-    mamba_pages: int  # pages a mamba layer holds per request: 2 with prefix caching ("align"), else 1
+    # Prefix caching on: vLLM's mamba_cache_mode "align" keeps two state pages per request (three for a Mamba2
+    # mixer's prefill checkpoint); off (attention-free models), one.
+    prefix_caching: bool
 
 
 @dataclass(frozen=True)
 class LayerCache:
     """One layer's KV cache spec: its page (one block of tokens) and what a request needs of it."""
 
-    kind: str  # "full", "sliding", "mla", "mamba"
+    kind: str  # "full", "sliding", "chunked", "mla", "mamba"
     page_bytes: int
     block_size: int
-    window: int | None = None
+    window: int | None = None  # sliding: the window; chunked: the chunk
     state_pages: int = 1  # mamba
 
     def blocks_per_request(self, max_model_len: int, settings: Settings) -> int:
         if self.kind == "mamba":
             return self.state_pages
+        if self.kind == "chunked":
+            # ChunkedLocalAttentionSpec.max_admission_blocks_per_request: one chunk plus what is in flight.
+            assert self.window is not None
+            return cdiv(min(self.window + settings.max_in_flight_tokens, max_model_len), self.block_size)
         if self.kind == "sliding":
             # SlidingWindowSpec.max_admission_blocks_per_request: the window's last w-1 tokens plus what is
             # in flight, never more than the length; +1 as the window may start mid-block.
@@ -91,7 +97,7 @@ def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
     tp = settings.tensor_parallel
     caches = []
     attention_page_per_token = 0
-    if any(k != "mamba" and k != "none" for k in shape.layer_kinds):
+    if shape.is_hybrid or not shape.has_state:
         if shape.is_mla:
             # MLAAttentionSpec: one latent of kv_lora_rank + qk_rope_head_dim, no V, on every TP rank.
             attention_page_per_token = shape.head_size * settings.kv_dtype_bytes
@@ -110,29 +116,25 @@ def layer_caches(shape: ModelShape, settings: Settings) -> list[LayerCache]:
                 continue
             if part == "mamba":
                 assert shape.mamba is not None  # model.py makes mamba layers only from a mamba state
+                pages = 2 + shape.mamba.checkpoint_pages if settings.prefix_caching else 1
                 caches.append(
-                    LayerCache(
-                        "mamba",
-                        mamba_state_bytes(shape.mamba, tp, settings),
-                        settings.block_size,
-                        state_pages=settings.mamba_pages,
-                    )
+                    LayerCache("mamba", mamba_state_bytes(shape.mamba, tp, settings), settings.block_size, None, pages)
                 )
-            else:
-                caches.append(
-                    LayerCache(
-                        part,
-                        attention_page_per_token * settings.block_size,
-                        settings.block_size,
-                        window=shape.sliding_window if part == "sliding" else None,
-                    )
-                )
+                continue
+            window = {"sliding": shape.sliding_window, "chunked": shape.attention_chunk_size}.get(part)
+            caches.append(LayerCache(part, attention_page_per_token * settings.block_size, settings.block_size, window))
     return caches
 
 
 def mamba_state_bytes(state: MambaState, tp: int, settings: Settings) -> int:
     """MambaSpec.page_size_bytes: the conv state and the SSM state of one layer for one request."""
     conv, ssm = settings.conv_state_bytes, settings.ssm_state_bytes
+    if state.kind == "gdn":
+        # gated_delta_net_state_shape: conv over q, k and v; the recurrent state per value head is v x k.
+        conv_dim = state.key_head_dim * state.key_heads * 2 + state.head_dim * state.num_heads
+        conv_dim = _divide(conv_dim, tp, "the gated delta-net conv dimension")
+        heads = _divide(state.num_heads, tp, "the gated delta-net value heads")
+        return conv_dim * (state.conv_kernel - 1) * conv + heads * state.head_dim * state.key_head_dim * ssm
     if state.kind == "mamba1":
         inner = _divide(state.intermediate, tp, "the mamba inner size")
         return inner * (state.conv_kernel - 1) * conv + inner * state.state_size * ssm

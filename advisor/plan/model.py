@@ -34,6 +34,37 @@ MLA_MODEL_TYPES = {
     "bailing_hybrid",
     "hy_v4",
 }
+# Families whose every decoder layer is vLLM's plain Attention (full, or sliding where the config says so):
+# the layout below is read from their config. Any other model_type is refused, never guessed.
+ATTENTION_MODEL_TYPES = {
+    "llama", "mistral", "ministral", "ministral3", "mistral3", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+    "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "phi", "phi3", "phimoe", "gemma",
+    "gemma2", "gemma3", "gemma3_text", "cohere", "cohere2", "falcon", "gpt2", "gpt_bigcode", "gptj",
+    "gpt_neox", "opt", "bloom", "starcoder2", "stablelm", "internlm2", "internlm3", "olmo", "olmo2", "olmo3",
+    "olmoe", "granite", "granitemoe", "granitemoeshared", "exaone", "exaone4", "deepseek", "glm", "glm4",
+    "glm4_moe", "chatglm", "dbrx", "nemotron", "arcee", "ernie4_5", "ernie4_5_moe", "minimax_m2", "gpt_oss",
+    "llama4", "llama4_text", "seed_oss", "solar", "orion", "minicpm", "baichuan", "llava", "llava_next",
+    "mllama4", "apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "smollm3", "bailing_moe",
+    *MLA_MODEL_TYPES,
+}  # fmt: skip
+# Recurrent-state families (Mamba, gated delta-net) and the hybrids that mix them with attention.
+STATE_MODEL_TYPES = {
+    "mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "falcon_h1", "granitemoehybrid", "qwen3_next",
+    "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
+}  # fmt: skip
+# Families plan knows and does not size, with why: refused in one line rather than guessed.
+REFUSED_MODEL_TYPES = {
+    "bamba": "vLLM 0.32 no longer serves Bamba (its last release with it is 0.23.0)",
+    "minimax": "vLLM 0.32 no longer serves MiniMax-Text-01 (its last release with it is 0.23.0)",
+    "minimax_text_01": "vLLM 0.32 no longer serves MiniMax-Text-01 (its last release with it is 0.23.0)",
+    "minimax_m1": "vLLM 0.32 no longer serves MiniMax-M1 (its last release with it is 0.23.0)",
+    "zamba2": "Zamba2's shared attention blocks are not modelled by plan",
+    "kimi_linear": "Kimi Linear's KDA state beside MLA is not modelled by plan",
+    "gemma3n": "Gemma 3n's cross-layer KV sharing is not modelled by plan",
+    "lfm2": "LFM2's short-convolution state is not modelled by plan",
+    "lfm2_moe": "LFM2's short-convolution state is not modelled by plan",
+    "deepseek_v4": "DeepSeek-V4's compressed sparse attention is not modelled by plan",
+}
 # The keys transformers maps onto the usual names (attribute_map) in the families that use them.
 ALIASES = {
     "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
@@ -72,13 +103,20 @@ DTYPE_NAMES = {
 class MambaState:
     """One recurrent layer's state, as vLLM's MambaStateShapeCalculator sizes it (before TP)."""
 
-    kind: str  # "mamba1" or "mamba2"
-    intermediate: int
-    state_size: int
-    conv_kernel: int
+    kind: str  # "mamba1", "mamba2" or "gdn" (gated delta-net linear attention)
+    intermediate: int = 0  # mamba1, mamba2
+    state_size: int = 0  # mamba1, mamba2
+    conv_kernel: int = 0
     n_groups: int = 0  # mamba2
-    num_heads: int = 0  # mamba2
-    head_dim: int = 0  # mamba2
+    num_heads: int = 0  # mamba2; gdn: value heads
+    head_dim: int = 0  # mamba2; gdn: value head size
+    key_heads: int = 0  # gdn
+    key_head_dim: int = 0  # gdn
+
+    @property
+    def checkpoint_pages(self) -> int:
+        """MambaMixer2.get_kv_cache_spec asks for one prefill checkpoint page beside the two of 'align'."""
+        return 1 if self.kind == "mamba2" else 0
 
 
 @dataclass
@@ -86,12 +124,14 @@ class ModelShape:
     path: Path
     model_type: str
     architecture: str
-    # per layer: "full", "sliding", "mla", "mamba", "full+mamba" (both side by side) or "none" (no cache)
+    # per layer: "full", "sliding", "chunked", "mla", "mamba" (any recurrent state), "full+mamba" (both side
+    # by side) or "none" (no cache)
     layer_kinds: list[str]
     num_attention_heads: int
     num_kv_heads: int  # total, before TP
     head_size: int
     sliding_window: int | None
+    attention_chunk_size: int | None  # chunked local attention (Llama 4)
     mamba: MambaState | None
     model_dtype: str  # what vLLM runs in: float32 checkpoints are downcast to bfloat16
     max_model_len: int  # what vLLM derives when --max-model-len is not given
@@ -104,8 +144,19 @@ class ModelShape:
         return "mla" in self.layer_kinds
 
     @property
-    def is_hybrid(self) -> bool:
+    def has_state(self) -> bool:
+        """Some layer keeps a recurrent state (vLLM's MambaSpec) instead of, or beside, a KV cache."""
         return any("mamba" in kind for kind in self.layer_kinds)
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Recurrent state and attention in one model: vLLM aligns the attention block to the state page."""
+        return self.has_state and any(kind not in ("mamba", "none") for kind in self.layer_kinds)
+
+    @property
+    def is_attention_free(self) -> bool:
+        """Only recurrent layers (Mamba): vLLM turns prefix caching off and keeps one state per request."""
+        return self.has_state and not self.is_hybrid
 
 
 def config_int(raw: dict[str, Any], *keys: str) -> int:
@@ -169,7 +220,15 @@ def shape_of(raw: dict[str, Any], path: Path, weights: weights_module.Weights | 
     model_type = str(config.raw.get("model_type", ""))
     architectures = raw.get("architectures")
     architecture = str(architectures[0]) if isinstance(architectures, list) and architectures else model_type
-    layers = config.number("layers", ALIASES["num_hidden_layers"])
+    _check_family(model_type, path)
+    # transformers 5 writes NemotronH's layers as layers_block_type, without num_hidden_layers.
+    block_types = config.raw.get("layers_block_type")
+    layers = config.number(
+        "layers",
+        ALIASES["num_hidden_layers"],
+        default=len(block_types) if isinstance(block_types, list) and block_types else None,
+        default_basis="the length of config.json layers_block_type",
+    )
     if layers > MAX_LAYERS:
         raise PlanError(f"{path}: config.json says {layers} layers; no model has more than {MAX_LAYERS:,}")
     heads = config.number(
@@ -177,12 +236,18 @@ def shape_of(raw: dict[str, Any], path: Path, weights: weights_module.Weights | 
     )
     hidden = config.number("hidden size", ALIASES["hidden_size"], default=0, default_basis="not in config.json")
     is_mla = model_type in MLA_MODEL_TYPES and config.raw.get("kv_lora_rank") is not None
+    if is_mla and config.get("index_topk")[0]:
+        # deepseek_v2.py: index_topk adds DeepseekV32IndexerCache layers beside the MLA latent.
+        raise PlanError(
+            f"{path}: model_type {model_type!r} with index_topk: the sparse-attention indexer cache "
+            "(DeepSeek-V3.2, GLM-5 DSA) is not modelled by plan"
+        )
     kv_heads = _kv_heads(config, model_type, heads, is_mla)
     head_size = _head_size(config, is_mla, heads, hidden)
-    mamba = _mamba_state(config, model_type, hidden)
     window = _sliding_window(config, model_type)
-    kinds = _layer_kinds(config, model_type, layers, is_mla, mamba, window)
-    if any(kind != "mamba" for kind in kinds) and (kv_heads == 0 or head_size == 0):
+    kinds = _layer_kinds(config, model_type, layers, is_mla, window)
+    mamba = _mamba_state(config, model_type, hidden) if any("mamba" in kind for kind in kinds) else None
+    if any(kind not in ("mamba", "none") for kind in kinds) and (kv_heads == 0 or head_size == 0):
         raise PlanError(f"{path}: config.json gives no attention heads or head size for its attention layers")
     shape = ModelShape(
         path,
@@ -193,6 +258,7 @@ def shape_of(raw: dict[str, Any], path: Path, weights: weights_module.Weights | 
         kv_heads,
         head_size,
         window if "sliding" in kinds else None,
+        _chunk_size(config) if "chunked" in kinds else None,
         mamba,
         _model_dtype(config, weights),
         _max_model_len(config, model_type),
@@ -201,6 +267,19 @@ def shape_of(raw: dict[str, Any], path: Path, weights: weights_module.Weights | 
     )
     shape.inputs = config.inputs
     return shape
+
+
+def _check_family(model_type: str, path: Path) -> None:
+    """Fail closed: a family whose KV layout plan does not know is refused by name, never sized as if full."""
+    if model_type in REFUSED_MODEL_TYPES:
+        raise PlanError(f"{path}: model_type {model_type!r}: {REFUSED_MODEL_TYPES[model_type]}")
+    if model_type in ATTENTION_MODEL_TYPES or model_type in STATE_MODEL_TYPES:
+        return
+    if not model_type:
+        raise PlanError(f"{path}: config.json has no model_type: plan cannot tell how vLLM lays out its KV cache")
+    raise PlanError(
+        f"{path}: model_type {model_type!r} is not a family plan knows: its KV cache layout is refused, not guessed"
+    )
 
 
 def _kv_heads(config: _Config, model_type: str, heads: int, is_mla: bool) -> int:
@@ -253,15 +332,17 @@ def _sliding_window(config: _Config, model_type: str) -> int | None:
     return config.number("sliding window", ("sliding_window",))
 
 
-def _layer_kinds(
-    config: _Config, model_type: str, layers: int, is_mla: bool, mamba: MambaState | None, window: int | None
-) -> list[str]:
-    if mamba is not None:
-        return _hybrid_kinds(config, model_type, layers)
-    if config.get("attention_chunk_size")[0]:
-        raise PlanError(f"{config.name}: chunked local attention (attention_chunk_size) is not modelled by plan")
+def _layer_kinds(config: _Config, model_type: str, layers: int, is_mla: bool, window: int | None) -> list[str]:
+    if model_type in STATE_MODEL_TYPES:
+        return _state_kinds(config, model_type, layers)
     if is_mla:
         return ["mla"] * layers
+    if model_type == "gpt_oss":
+        # OAIAttention: the window on every even layer, whatever layer_types says; attention sinks change
+        # the attention, not the cache.
+        return ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
+    if config.get("attention_chunk_size")[0]:
+        return _chunked_kinds(config, layers)
     types = config.raw.get("layer_types")
     if types is None and window is not None:
         pattern = config_int(config.raw, "sliding_window_pattern") or SLIDING_PATTERN_DEFAULTS.get(model_type)
@@ -271,63 +352,130 @@ def _layer_kinds(
         elif pattern:
             types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
     if types is not None:
-        if not isinstance(types, list) or len(types) != layers or not all(isinstance(t, str) for t in types):
-            raise PlanError(f"{config.name}: config.json layer_types does not list {layers} layers")
+        names = _layer_types(config, types, layers, {"full_attention": "full", "sliding_attention": "sliding"})
         # arg_utils: a model that slides everywhere gets the window on every layer; otherwise per layer.
-        if window is None or all(t == "full_attention" for t in types):
+        if window is None or all(t == "full" for t in names):
             return ["full"] * layers
-        return ["sliding" if t == "sliding_attention" else "full" for t in types]
+        return names
     return ["sliding" if window is not None else "full"] * layers
 
 
-def _hybrid_kinds(config: _Config, model_type: str, layers: int) -> list[str]:
+def _layer_types(config: _Config, types: Any, layers: int, known: dict[str, str]) -> list[str]:
+    """A list of layer types (config.json's layer_types), each mapped to plan's kind; a type not in known is
+    refused by name."""
+    if not isinstance(types, list) or len(types) != layers or not all(isinstance(t, str) for t in types):
+        raise PlanError(f"{config.name}: config.json layer_types does not list {layers} layers")
+    unknown = sorted({t for t in types if t not in known})
+    if unknown:
+        raise PlanError(f"{config.name}: config.json layer_types has layer type {unknown[0]!r}, unknown to plan")
+    return [known[t] for t in types]
+
+
+def _chunked_kinds(config: _Config, layers: int) -> list[str]:
+    """Llama 4: chunked local attention on the RoPE layers, full attention on the NoPE ones (no_rope_layers 0);
+    transformers fills no_rope_layers with every fourth layer NoPE when the config leaves it empty."""
+    flags = config.raw.get("no_rope_layers")
+    if not flags:
+        interval = config_int(config.raw, "no_rope_layer_interval") or 4
+        flags = [int((i + 1) % interval != 0) for i in range(layers)]
+    if not isinstance(flags, list) or len(flags) != layers:
+        raise PlanError(f"{config.name}: config.json no_rope_layers does not list {layers} layers")
+    return ["chunked" if flag else "full" for flag in flags]
+
+
+def _chunk_size(config: _Config) -> int:
+    return config.number("attention chunk size", ("attention_chunk_size",))
+
+
+def _state_kinds(config: _Config, model_type: str, layers: int) -> list[str]:
+    """Which layers keep a recurrent state, as each family's vLLM model builds its layers."""
     if model_type == "falcon_h1":
         return ["full+mamba"] * layers  # attention and mamba side by side in every layer
-    if model_type in ("mamba", "mamba2"):
+    if model_type in ("mamba", "falcon_mamba", "mamba2"):
         return ["mamba"] * layers
     if model_type == "jamba":
         period = config.number("attn_layer_period", ("attn_layer_period",))
         offset = config.number("attn_layer_offset", ("attn_layer_offset",))
         return ["full" if i % period == offset else "mamba" for i in range(layers)]
-    key, pattern = config.get("hybrid_override_pattern")  # NemotronH: M mamba, * attention, - or E no cache
-    if isinstance(pattern, str):
-        if len(pattern) != layers:
-            raise PlanError(f"{config.name}: hybrid_override_pattern does not list {layers} layers")
+    if model_type == "nemotron_h":  # NemotronH's ALL_DECODER_LAYER_TYPES: M mamba, * attention, - MLP, E MoE
+        pattern = config.raw.get("hybrid_override_pattern")
+        if pattern is None and config.get("layers_block_type")[0]:  # transformers 5's spelling of the pattern
+            known = {"mamba": "mamba", "linear_attention": "mamba", "attention": "full", "full_attention": "full"}
+            return _layer_types(
+                config, config.raw["layers_block_type"], layers, {**known, "mlp": "none", "moe": "none"}
+            )
+        if not isinstance(pattern, str) or len(pattern) != layers:
+            raise PlanError(f"{config.name}: config.json hybrid_override_pattern does not list {layers} layers")
+        unknown = sorted(set(pattern) - set("M*-E"))
+        if unknown:
+            raise PlanError(f"{config.name}: hybrid_override_pattern has layer type {unknown[0]!r}, unknown to plan")
         return [{"M": "mamba", "*": "full"}.get(c, "none") for c in pattern]
-    key, types = config.get("layer_types", "layers_block_type")
-    if key and isinstance(types, list) and len(types) == layers:
-        return ["mamba" if "mamba" in str(t) else "full" for t in types]
-    raise PlanError(f"{config.name}: cannot tell which layers of this {model_type or 'hybrid'} model are mamba")
+    if model_type == "granitemoehybrid":
+        # transformers' names and vLLM's (ALL_DECODER_LAYER_TYPES) for the same two layers.
+        known = {"mamba": "mamba", "linear_attention": "mamba", "attention": "full", "full_attention": "full"}
+        return _layer_types(config, config.raw.get("layer_types"), layers, known)
+    # Qwen3-Next and Qwen3.5: gated delta-net (linear_attention) with full attention every
+    # full_attention_interval layers when the config does not list them.
+    if config.raw.get("layer_types") is None:
+        interval = config_int(config.raw, "full_attention_interval") or 4
+        return ["mamba" if (i + 1) % interval else "full" for i in range(layers)]
+    return _layer_types(
+        config, config.raw["layer_types"], layers, {"linear_attention": "mamba", "full_attention": "full"}
+    )
 
 
-def _mamba_state(config: _Config, model_type: str, hidden: int) -> MambaState | None:
-    if model_type in ("jamba", "mamba"):
-        expand = config.number("mamba expand", ("mamba_expand", "expand"))
+def _mamba_state(config: _Config, model_type: str, hidden: int) -> MambaState:
+    """The state's dimensions, from the keys each family's get_mamba_state_shape_from_config reads."""
+    if model_type in ("mamba", "falcon_mamba", "jamba"):
+        if model_type == "jamba":  # JambaMambaMixer: mamba_expand x hidden
+            inner = config.number("mamba expand", ("mamba_expand",)) * hidden
+        else:  # MambaForCausalLM reads intermediate_size (transformers sets it to expand x hidden)
+            inner = config.number("mamba inner size", ("intermediate_size",))
         return MambaState(
             "mamba1",
-            expand * hidden,
-            config.number("mamba state", ("mamba_d_state", "state_size")),
-            config.number("mamba conv kernel", ("mamba_d_conv", "conv_kernel")),
+            intermediate=inner,
+            state_size=config.number("mamba state", ("mamba_d_state", "state_size")),
+            conv_kernel=config.number("mamba conv kernel", ("mamba_d_conv", "conv_kernel")),
         )
-    if model_type not in ("mamba2", "bamba", "nemotron_h", "falcon_h1", "granitemoehybrid", "zamba2"):
-        return None
-    heads = config.number("mamba heads", ("mamba_n_heads", "num_heads"))
-    head_dim = config.number("mamba head dim", ("mamba_d_head", "head_dim", "mamba_head_dim"))
-    key, _ssm = config.get("mamba_d_ssm")
-    if key:
-        intermediate = config.number("mamba inner size", ("mamba_d_ssm",))
-    elif config.get("mamba_expand")[0] or config.get("expand")[0]:
-        intermediate = config.number("mamba expand", ("mamba_expand", "expand")) * hidden
+    if model_type.startswith(("qwen3_next", "qwen3_5")):
+        return MambaState(
+            "gdn",
+            conv_kernel=config.number("GDN conv kernel", ("linear_conv_kernel_dim",)),
+            num_heads=config.number("GDN value heads", ("linear_num_value_heads",)),
+            head_dim=config.number("GDN value head size", ("linear_value_head_dim",)),
+            key_heads=config.number("GDN key heads", ("linear_num_key_heads",)),
+            key_head_dim=config.number("GDN key head size", ("linear_key_head_dim",)),
+        )
+    # Mamba2 mixers; each family names the same dimensions its own way.
+    keys = {
+        "mamba2": ("expand", "n_groups", "num_heads", "head_dim", "state_size", "conv_kernel"),
+        "nemotron_h": ("", "n_groups", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "conv_kernel"),
+        "falcon_h1": (
+            "mamba_expand", "mamba_n_groups", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_d_conv",
+        ),
+        "granitemoehybrid": (
+            "mamba_expand", "mamba_n_groups", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_d_conv",
+        ),
+    }[model_type]  # fmt: skip
+    expand, groups, heads_key, head_dim_key, state_key, conv_key = keys
+    heads = config.number("mamba heads", (heads_key,))
+    head_dim = config.number("mamba head dim", (head_dim_key,))
+    if model_type == "nemotron_h":
+        inner = heads * head_dim
+    elif model_type == "falcon_h1" and config.get("mamba_d_ssm")[0]:
+        inner = config.number("mamba inner size", ("mamba_d_ssm",))
     else:
-        intermediate = heads * head_dim
+        factor = config.raw.get(expand)
+        if not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor <= 0:
+            raise PlanError(f"{config.name}: config.json has no {expand} (the mamba expansion factor)")
+        inner = int(factor * hidden)
+        config.inputs.append(Input("mamba inner size", inner, READ, f"{config.prefix} {expand} x hidden size"))
     return MambaState(
         "mamba2",
-        intermediate,
-        config.number("mamba state", ("mamba_d_state", "ssm_state_size", "state_size")),
-        config.number("mamba conv kernel", ("mamba_d_conv", "conv_kernel")),
-        n_groups=config.number(
-            "mamba groups", ("mamba_n_groups", "n_groups"), default=1, default_basis="no n_groups in config.json"
-        ),
+        intermediate=inner,
+        state_size=config.number("mamba state", (state_key,)),
+        conv_kernel=config.number("mamba conv kernel", (conv_key,)),
+        n_groups=config.number("mamba groups", (groups,), default=1, default_basis=f"no {groups} in config.json"),
         num_heads=heads,
         head_dim=head_dim,
     )

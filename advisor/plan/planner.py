@@ -118,7 +118,7 @@ def settings_for(
     _seqs, batched = batch_limits(request, total_memory, length)
     # CPU turns async scheduling off: one batch in flight; CUDA's async scheduling keeps two (PP: one per stage).
     batches = 1 if cpu else (2 if request.pipeline_parallel == 1 else request.pipeline_parallel)
-    if "sliding" in shape.layer_kinds:
+    if "sliding" in shape.layer_kinds or "chunked" in shape.layer_kinds:
         inputs.append(
             Input(
                 "tokens in flight",
@@ -138,38 +138,52 @@ def settings_for(
         2,
         ssm_bytes,
         batches * batched,
-        mamba_pages=2,
+        prefix_caching=not shape.is_attention_free,
     )
     if shape.is_hybrid:
         raised = arithmetic.hybrid_block_size(shape, settings, KERNEL_ALIGNMENT[request.device])
         if raised != block:
             block, basis = raised, f"raised from {block} so one attention page holds a mamba state (vLLM does)"
         settings = replace(settings, block_size=block)
-        inputs.append(
-            Input(
-                "mamba pages per request",
-                2,
-                ASSUMED,
-                "prefix caching on (vLLM's default): mamba_cache_mode 'align' keeps 2 state pages",
-            )
-        )
+    if shape.mamba is not None:
+        inputs.append(_state_pages_input(shape))
     inputs.append(Input("block size", block, GIVEN if request.block_size and not shape.is_hybrid else ASSUMED, basis))
     return settings
 
 
+def _state_pages_input(shape: ModelShape) -> Input[int]:
+    """How many state pages a recurrent layer holds per request, as vLLM's MambaSpec counts them."""
+    assert shape.mamba is not None
+    if shape.is_attention_free:
+        return Input(
+            "state pages per request", 1, ASSUMED, "attention-free: prefix caching off, mamba_cache_mode 'none'"
+        )
+    pages = 2 + shape.mamba.checkpoint_pages
+    basis = "prefix caching on (vLLM's default): mamba_cache_mode 'align' keeps 2 state pages"
+    if shape.mamba.checkpoint_pages:
+        basis += ", and a Mamba2 mixer 1 prefill checkpoint page"
+    return Input("state pages per request", pages, ASSUMED, basis)
+
+
 def _ssm_state_bytes(shape: ModelShape, request: Request, inputs: list[AnyInput]) -> int:
-    """The SSM state's dtype: the model's, but float32 where vLLM says so."""
-    if not shape.is_hybrid:
+    """The SSM state's dtype: the model's, unless the family's config or vLLM's CPU platform says otherwise."""
+    if shape.mamba is None:
         return 2
+    # NemotronH and Qwen3.5 (models/config.py) take mamba_ssm_cache_dtype 'auto' from config.json.
     if shape.model_type == "nemotron_h":
-        basis = "NemotronH: vLLM's default mamba_ssm_cache_dtype is float32"
-    elif request.device == "cpu" and "avx512_bf16" in request.cpu_flags:
-        basis = "CPU with avx512_bf16 (--cpu-flags): vLLM resets the SSM cache to float32"
+        configured = str(shape.raw_config.get("mamba_ssm_cache_dtype", "float32"))
+        basis = f"NemotronH: config.json mamba_ssm_cache_dtype, else float32 ({configured})"
+    elif shape.model_type.startswith("qwen3_5") and shape.raw_config.get("mamba_ssm_dtype"):
+        configured = str(shape.raw_config["mamba_ssm_dtype"])
+        basis = f"Qwen3.5: config.json mamba_ssm_dtype ({configured})"
     else:
-        inputs.append(Input("SSM state dtype bytes", 2, ASSUMED, "mamba_ssm_cache_dtype auto: the model dtype"))
-        return 2
-    inputs.append(Input("SSM state dtype bytes", 4, ASSUMED, basis))
-    return 4
+        configured, basis = "auto", "mamba_ssm_cache_dtype auto: the model dtype"
+    kept_on_cpu = configured in ("float16", "bfloat16") and shape.mamba.kind == "gdn"
+    if configured != "float32" and request.device == "cpu" and "avx512_bf16" in request.cpu_flags and not kept_on_cpu:
+        configured, basis = "float32", "CPU with avx512_bf16 (--cpu-flags): vLLM resets the SSM cache to float32"
+    size = 4 if configured == "float32" else 2
+    inputs.append(Input("SSM state dtype bytes", size, ASSUMED, basis))
+    return size
 
 
 def batch_limits(request: Request, total_memory: int | None, length: int) -> tuple[int, int]:
@@ -332,7 +346,7 @@ def _per_token_formula(shape: ModelShape) -> str:
     formula = "attention layers x 2 x max(1, KV heads / TP) x head size x dtype bytes"
     if "sliding" in shape.layer_kinds:
         formula += " (sliding layers hold only their window)"
-    if shape.is_hybrid:
+    if shape.has_state:
         formula += "; mamba layers hold a fixed state instead"
     return formula
 
@@ -341,7 +355,9 @@ def _per_request_formula(shape: ModelShape) -> str:
     parts = ["per full-attention group cdiv(length, block)"]
     if "sliding" in shape.layer_kinds:
         parts.append("per sliding group cdiv(min(window - 1 + tokens in flight, length), block) + 1")
-    if shape.is_hybrid:
+    if "chunked" in shape.layer_kinds:
+        parts.append("per chunked group cdiv(min(chunk + tokens in flight, length), block)")
+    if shape.has_state:
         parts.append("per mamba group its state pages")
     return ", ".join(parts)
 

@@ -23,6 +23,11 @@ def test_every_architecture_is_captured():
         "gemma2-interleaved",
         "deepseek-v2-mla",
         "jamba-hybrid",
+        "mamba1-pure",
+        "mamba2-pure",
+        "granite4-hybrid",
+        "nemotron-h-hybrid",
+        "falcon-h1-parallel",
     } <= architectures
     assert {case["case"] for case in CASES} == {"fits", "too-long"}
 

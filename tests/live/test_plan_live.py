@@ -3,6 +3,7 @@ its printed KV cache size (or its estimate of the longest length) compared with 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -53,3 +54,23 @@ def test_plan_equals_vllm(models, tmp_path, arch, case, length, kv_bytes):
         )
     else:
         assert result.figure("longest max-model-len for one sequence").value == printed["estimate"]
+
+
+def test_vllm_functions_give_the_kept_figures_again(tmp_path):
+    """The CUDA figures kept in fixtures/plan/vllm-functions.json, computed again by vLLM's functions."""
+    if not VLLM_PYTHON.exists():
+        pytest.skip(f"no vLLM venv python at {VLLM_PYTHON}: run tools/live/setup_env.sh first")
+    kept = json.loads((ROOT / "fixtures/plan/vllm-functions.json").read_text())["results"]
+    sample = [r for r in kept if "error" not in r and r["tensor_parallel"] in (1, 4)][::4]
+    request = tmp_path / "request.json"
+    fields = ("model_dir", "layer_kinds", "tensor_parallel", "max_model_len", "kv_cache_memory_bytes")
+    request.write_text(json.dumps([{k: r[k] for k in (*fields, "max_num_batched_tokens")} for r in sample]))
+    done = subprocess.run(
+        [str(VLLM_PYTHON), str(ROOT / "tools/live/vllm_kv_functions.py"), str(request)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        timeout=1800,
+    )
+    assert json.loads(done.stdout) == sample

@@ -41,6 +41,18 @@ CASES = [
     ("gemma2-interleaved", "too-long", 32768, 3_000_000),
     ("deepseek-v2-mla", "too-long", 32768, 1_000_000),
     ("jamba-hybrid", "too-long", 32768, 3_000_000),
+    ("mamba1-pure", "fits", 8192, 40_000_000),
+    ("mamba2-pure", "fits", 8192, 40_000_000),
+    ("granite4-hybrid", "fits", 8192, 40_000_000),
+    ("nemotron-h-hybrid", "fits", 8192, 40_000_000),
+    ("falcon-h1-parallel", "fits", 8192, 40_000_000),
+    ("qwen3-next-gdn", "fits", 8192, 40_000_000),
+    ("gpt-oss-sinks", "fits", 8192, 40_000_000),
+    ("gemma3-local-global", "fits", 8192, 40_000_000),
+    ("llama4-chunked", "fits", 8192, 40_000_000),
+    ("granite4-big-state", "fits", 8192, 40_000_000),
+    ("granite4-hybrid", "too-long", 32768, 3_000_000),
+    ("qwen3-next-gdn", "too-long", 32768, 3_000_000),
 ]
 
 
