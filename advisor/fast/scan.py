@@ -13,7 +13,7 @@ from advisor.fast.templates import FactTemplates
 from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE, line_segments
 from advisor.parse import records
-from advisor.parse.continuation import MAX_FOLLOWING, MORE, is_cut, join, without_cut
+from advisor.parse.continuation import MAX_FOLLOWING, MORE, is_cut, is_frame_code, join, without_cut
 from advisor.parse.facts import Fact
 from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser
 from advisor.parse.limits import TracebackBound
@@ -222,6 +222,9 @@ class CandidateReader:
         segments = [line.text for line in line_segments(number, raw, self.prefix)]
         earlier = [fact for text in segments[:-1] for fact in without_cut(parse(text, number))]
         last = parse(segments[-1], number)
+        # A recursion's thousand frames: one line read after each, not MAX_FOLLOWING.
+        if is_frame_code(last, next(iter(_following(buffer, stop, final, self.prefix, 1)[0]), "")):
+            return earlier + without_cut(last), stop
         following, ends, settled = _following(buffer, stop, final, self.prefix)
         joined = join(segments[-1], last, number, following, parse, settled) if is_cut(last) else None
         if joined == MORE:
@@ -248,10 +251,10 @@ def _after_lines(buffer: bytes | bytearray, start: int, count: int) -> int:
 
 
 def _following(
-    buffer: bytes | bytearray, stop: int, final: bool, prefix: re.Pattern[str] | None
+    buffer: bytes | bytearray, stop: int, final: bool, prefix: re.Pattern[str] | None, count: int = MAX_FOLLOWING
 ) -> tuple[list[str], list[int], bool]:
-    """The texts of the one-segment lines after the line that ends at `stop`, where each ends, and
-    whether that settles which lines follow (the data ends, a line of several segments, or enough).
+    """The texts of the (at most `count`) one-segment lines after the line that ends at `stop`, where each
+    ends, and whether that settles which lines follow (the data ends, a line of several segments, or enough).
 
     Lines that unwrap to nothing (a journald record without MESSAGE) are passed over, as
     sources.lines yields nothing for them.
@@ -259,7 +262,7 @@ def _following(
     texts: list[str] = []
     ends: list[int] = []
     start = stop + 1
-    while len(texts) < MAX_FOLLOWING:
+    while len(texts) < count:
         if start >= len(buffer):
             return texts, ends, final
         end = buffer.find(b"\n", start)

@@ -108,6 +108,8 @@ def join(
     MAX_FOLLOWING given)."""
     if len(text) > MAX_ROW:
         return None
+    if following and is_frame_code(facts_alone, following[0]):
+        return None
     alone = reading(facts_alone)
     joined, continuation = text, ""
     # The lines read on into so far when they complete a message though the text stays cut after it
@@ -135,6 +137,13 @@ def join(
             return best
         joined, continuation = still_cut
     return MORE if not final and len(following) < MAX_FOLLOWING else best
+
+
+def is_frame_code(facts: Sequence[Fact], line: str) -> bool:
+    """Whether `line` is the source code under a traceback frame that `facts` end on, not the rest of
+    its function's name: a terminal's wrap goes on at the row's first column, the code is indented."""
+    said = without_cut(facts)
+    return bool(said) and said[-1].kind == "frame" and line[:1].isspace()
 
 
 def without(facts: list[Said], others: list[Said]) -> list[Said]:

@@ -105,8 +105,9 @@ _UNIT_BYTES = {
 _SIZE = re.compile(r"(-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z]+)?")
 # Bound what ast.literal_eval sees: a crafted args line must not exhaust memory or recursion.
 MAX_ARGS_TEXT = 64 * 1024
-# An enum's repr in printed arguments, "<LoadFormat.AUTO: 'auto'>": no Python expression.
-ENUM_REPR = re.compile(r"<[\w.]+: [^<>]*>")
+# An object's repr in printed arguments, "<LoadFormat.AUTO: 'auto'>", "<function cmd at 0x7f...>": no
+# Python expression.
+OBJECT_REPR = re.compile(r"<[\w.]+[: ][^<>]*>")
 
 
 def number(text: str) -> Number:
@@ -165,11 +166,11 @@ def namespace_args(text: str) -> tuple[dict[str, Any], list[str]] | None:
 
 
 def _expression(text: str) -> ast.expr | None:
-    """The syntax tree of a printed expression (never evaluated), its enum reprs made names (no literal, so
+    """The syntax tree of a printed expression (never evaluated), its object reprs made names (no literal, so
     left out); None when it is too big to read or no expression."""
     if len(text) > MAX_ARGS_TEXT:
         return None
-    for attempt in (text, ENUM_REPR.sub("enum_repr", text)):
+    for attempt in (text, OBJECT_REPR.sub("object_repr", text)):
         try:
             return ast.parse(attempt, mode="eval").body
         except (SyntaxError, ValueError, MemoryError, RecursionError):

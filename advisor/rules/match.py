@@ -30,6 +30,8 @@ class Match(BaseModel):
     context: dict[str, Any]
 
 
+# Messages that state a device's free and total memory at startup, one per rank.
+FREE_AT_STARTUP = ("free_memory_below_utilization", "cpu_memory_below_utilization")
 # Names of the whole run that an event's own values and words do not override.
 RUN_WIDE = ("kinds", "vllm_version", "became_ready", "backend")
 
@@ -53,6 +55,11 @@ class RunContext:
         self.names.update({name: value for name, value in run.values.items() if name not in STATE_NAMES})
         if model is not None:
             self.names.update(model_names(model, self.names, run.backend))
+        # Each rank reports its own device's free memory: a utilization must fit the one with the least.
+        free = [f.values for f in run.facts if f.kind in FREE_AT_STARTUP and f.values.get("total_gpu_gib")]
+        if free:
+            least = min(free, key=lambda values: values["free_gpu_gib"] / values["total_gpu_gib"])
+            self.names.update(least_free_gpu_gib=least["free_gpu_gib"], least_total_gpu_gib=least["total_gpu_gib"])
         if run.peak_running_reqs is not None:
             self.names["peak_running_reqs"] = run.peak_running_reqs
         self.names.update(kinds=sorted(run.kinds()), vllm_version=run.vllm_version)

@@ -83,6 +83,8 @@ DERIVED_NAMES = frozenset(
         "kv_bytes_that_fit",
         "kv_cache_memory_bytes_needed",
         "kv_needed_for_max_len_gib",
+        "least_free_gpu_gib",
+        "least_total_gpu_gib",
         "lower_utilization",
         "max_safe_utilization",
         "memory_place",
@@ -199,7 +201,9 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:  # noqa: C901  (each figure
             out["model_kv_budget_bytes"] = math.ceil((requests * per_request + block_bytes) / 2**20) * 2**20
     if free is not None and total:
         out["free_fraction"] = round(free / total, 3)
-        out["max_safe_utilization"] = min(MAX_UTILIZATION, math.floor(free / total * 100) / 100)
+        least_free = out["least_free_gpu_gib"] = v.get("least_free_gpu_gib", free)
+        least_total = out["least_total_gpu_gib"] = v.get("least_total_gpu_gib", total)
+        out["max_safe_utilization"] = min(MAX_UTILIZATION, math.floor(least_free / least_total * 100) / 100)
 
     heads, tp = v.get("num_attention_heads"), v.get("tensor_parallel_size")
     if heads and heads <= MAX_HEADS:  # the divisor search is linear in the head count

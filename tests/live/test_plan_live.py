@@ -22,6 +22,16 @@ pytestmark = pytest.mark.live
 # this for Jamba on CPUs with AVX512-BF16: it prepacks the bf16 conv1d weight to 2-D
 # (model_executor/layers/utils.py), then mamba_mixer.py reads its dimension 2 (IndexError).
 KERNEL_FAILED = re.compile(r"model_executor/layers/.*?Worker failed with error '([^']*)'", re.S)
+# Each vLLM launch takes a minute or two on a CPU, so CI starts one case of each layer family and both
+# outcomes; every case's captured log (tools/live/capture_plan.py) is checked offline by test_plan_fixtures.
+SAMPLE = [
+    ("llama-gqa", "fits"),
+    ("gemma3-local-global", "fits"),
+    ("gpt-oss-sinks", "fits"),
+    ("granite4-hybrid", "fits"),
+    ("deepseek-v2-mla", "too-long"),
+    ("qwen3-next-gdn", "too-long"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +48,9 @@ def models(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("arch, case, length, kv_bytes", capture_plan.CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "arch, case, length, kv_bytes", [c for c in capture_plan.CASES if c[:2] in SAMPLE], ids=lambda v: str(v)
+)
 def test_plan_equals_vllm(models, tmp_path, arch, case, length, kv_bytes):
     log = capture_plan.capture(str(VLLM_PYTHON), models / arch, length, kv_bytes, tmp_path / "vllm.log")
     sized = plan_table.PRINTED.search(log) or plan_table.ESTIMATE.search(log)
