@@ -519,6 +519,9 @@ def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> M
     if waiting_before is not None and waiting_after is not None and waiting_after > waiting_before:
         change["waiting_rise"] = waiting_after - waiting_before
     usage_before, usage_after = before.get("kv_cache_usage_pct"), after.get("kv_cache_usage_pct")
-    if usage_before is not None and usage_after is not None and usage_after > usage_before:
-        change["kv_usage_rise"] = round(usage_after - usage_before, 1)
+    if usage_before is not None and usage_after is not None:
+        # A preemption frees the blocks it took: the cache was full on the line before, not after.
+        change["kv_usage_peak_pct"] = max(usage_before, usage_after)
+        if usage_after > usage_before:
+            change["kv_usage_rise"] = round(usage_after - usage_before, 1)
     return change or NO_CHANGE

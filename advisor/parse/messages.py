@@ -160,6 +160,9 @@ class ToFacts(Transformer[Token, Parts]):
     def usage_split(self, c: Children) -> Parts:
         return _named(("weights_gib", "activation_peak_gib", "non_torch_gib", "cuda_graph_gib"), c)
 
+    def kv_in_use(self, c: Children) -> Parts:
+        return _named(("kv_available_gib",), c)
+
     def usage_consumed(self, c: Children) -> Parts:
         return _named(("consumed_gib", "activation_peak_gib", "cuda_graph_gib"), c)
 
@@ -279,7 +282,8 @@ class ToFacts(Transformer[Token, Parts]):
     def stats(self, c: Children) -> Parts:
         found = _numbers(c)
         engine = {"engine": found.pop(0)} if _token(c, "A_ENGINE_ID") else {}
-        values = {**engine, "prompt_throughput": found[0], **_parts(c)}
+        first = "throughput" if _token(c, "A_THROUGHPUT") else "prompt_throughput"
+        values = {**engine, first: found[0], **_parts(c)}
         # "CPU KV cache usage" is the swap space beside a GPU cache (V0), but the cache itself
         # on the CPU backend, where no GPU figure is printed.
         cpu_usage = values.pop("cpu_kv_cache_usage_value", None)

@@ -67,6 +67,10 @@ KNOWN_WRONG: dict[str, str] = {
     "16093": "a DeepSpeed broadcast's HCCL error after vLLM's engine was built: the trainer's, not vLLM's",
     "18101": "FastChat's own traceback, cut, right after vLLM's engine got ready: its worker never served",
     "18110": "a worker's exception after a KV connector's per-request DEBUG lines, which are no serving sign",
+    "19107": "a vision encoder's OOM in vllm-omni's stage, cut before what PyTorch held: the prior says weights",
+    "19108": "two workers' tracebacks cut in worker_busy_loop after a 200 OK access line, which is not a fact",
+    "19120": "vllm-ascend's KV-pool scheduler asking about one request again and again: a stall no message states",
+    "19216": "a request's ASGI traceback cut after its 500, the engine having finished it: read as the engine's",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
