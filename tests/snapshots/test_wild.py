@@ -71,6 +71,9 @@ KNOWN_WRONG: dict[str, str] = {
     "19108": "two workers' tracebacks cut in worker_busy_loop after a 200 OK access line, which is not a fact",
     "19120": "vllm-ascend's KV-pool scheduler asking about one request again and again: a stall no message states",
     "19216": "a request's ASGI traceback cut after its 500, the engine having finished it: read as the engine's",
+    "20110": "Modal's 'Runner has been initializing for too long' ends a start in progress: a platform's words",
+    "20116": "an NCCL watchdog's illegal memory access after 200 OK access lines, which are not facts",
+    "20119": "a KV-cache service's RPC retries counting down after the weights loaded: no failure yet",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {

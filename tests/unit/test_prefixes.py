@@ -8,6 +8,7 @@ import pytest
 from conftest import CORPUS, REPRESENTATIVE, WILD, analyze_fixture, corpus_cases, fixture_path, verdict_of
 
 from advisor.ingest import sources
+from advisor.report.build import parse
 
 # What tools print before each line: stern's pod and container, a log viewer's line number.
 PREFIXES = {
@@ -62,8 +63,10 @@ def test_a_container_prefix_is_learned_and_the_traceback_behind_it_read():
     learned = sources.learned_prefix(path.read_bytes())
     assert learned is not None and learned.pattern == r"(?:kserve\-container\ )"
     verdict = analyze_fixture("5049").verdict
-    # Line 12 is the traceback's last, cut inside vLLM's own make_arg_parser.
-    assert (verdict.phase, verdict.failure, verdict.line) == ("startup", "engine_startup_failed", 12)
+    assert (verdict.phase, verdict.failure) == ("startup", "engine_startup_failed")
+    # The traceback behind the prefix is read to its last frame (line 12, inside vLLM's make_arg_parser).
+    facts = parse(sources.lines(sources.read_chunks(str(path))))
+    assert [f.line for f in facts if f.kind in ("traceback_start", "frame")] == [3, 4, 5, 6, 9, 12]
 
 
 def test_a_process_tag_is_never_part_of_the_prefix():
