@@ -269,6 +269,8 @@ def place(run: Run) -> list[Event]:
             capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
             sized = sized or kind in KV_SIZING_KINDS
         stage, frames = stage_of_line.get(line, NO_STAGE)
+        if kind == "error_record" and "answered" in fact.text:
+            frames = (ANSWERED, *frames)  # a handler's own error record: one request's, answered
         if stage == FOREIGN and kind == "exception":  # a script's own traceback: not vLLM failing
             continue
         # Its stage is already its frames' (or what it raised): only the serving loops' own frames are left to ask.

@@ -24,6 +24,8 @@ from advisor.parse.grammar import CUT, anchor_regex, split_envelope, staged_func
 # longest error the grammar reads in parts (the KV shortfall with its estimate and its advice,
 # behind a process prefix).
 MAX_FOLLOWING = 8
+# The facts a line's envelope gives when the grammar reads none of its words (grammar.parse_line).
+RECORD_KINDS = frozenset({"error_record", "critical_record"})
 # Lines longer than this are no terminal's rows: they are not read on into, nor continue another
 # (and a hostile log of 64 KB lines full of anchors does not cost a parse of joined megabytes).
 MAX_ROW = 2048
@@ -110,7 +112,8 @@ def join(
         return None
     if following and is_frame_code(facts_alone, following[0]):
         return None
-    alone = reading(facts_alone)
+    # A record in words the grammar does not know stands only while nothing reads on.
+    alone = [said for said in reading(facts_alone) if said[0] not in RECORD_KINDS]
     joined, continuation = text, ""
     # The lines read on into so far when they complete a message though the text stays cut after it
     # (a warning whose advice the excerpt's end cuts): what the next lines do not continue keeps it.

@@ -345,13 +345,14 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
                 level=envelope.level,
             )
         )
-    if not facts and envelope.level == CRITICAL:
+    if all(fact.kind == CUT for fact in facts) and envelope.level == CRITICAL:
         # vLLM logs CRITICAL only when it gives up: whatever its words, a record of its own.
         words = {"message": envelope.body[:500]}
         facts.append(Fact(kind="critical_record", line=line, text=words, process=envelope.process, level=CRITICAL))
-    elif not facts and own_error_record(envelope, text):
-        # An error vLLM logged in words the grammar does not know ("WorkerProc hit an exception."): it
-        # fails nothing by itself, but a log that ends in one did not end well.
+    elif all(fact.kind == CUT for fact in facts) and own_error_record(envelope, text):
+        # An error vLLM logged in words the grammar does not know ("WorkerProc hit an exception."), or
+        # cut inside words it knows ("EngineCore hit an exc"): it fails nothing by itself, but a log
+        # that ends in one did not end well.
         words = {"message": envelope.body[:500]}
         if logged_in:
             words["logged_in"] = logged_in

@@ -170,8 +170,10 @@ class ToFacts(Transformer[Token, Parts]):
         return _named(("gpu_index", "total_gpu_gib", "free_gpu_gib"), c)
 
     def oom_old(self, c: Children) -> Parts:
-        index, total, allocated, *_, free = _numbers(c)  # torch_npu adds "current active" before "free"
-        return {"gpu_index": index, "total_gpu_gib": total, "allocated_gib": allocated, "free_gpu_gib": free}
+        # torch_npu adds "current active" before "free"; its workspace allocator gives neither.
+        index, total, *held, free = _numbers(c)
+        allocated = {"allocated_gib": held[0]} if held else {}
+        return {"gpu_index": index, "total_gpu_gib": total, **allocated, "free_gpu_gib": free}
 
     def profile_pair(self, c: Children) -> Parts:
         name = PROFILE_FACTS.get(str(c[0]))

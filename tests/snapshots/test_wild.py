@@ -74,6 +74,10 @@ KNOWN_WRONG: dict[str, str] = {
     "20110": "Modal's 'Runner has been initializing for too long' ends a start in progress: a platform's words",
     "20116": "an NCCL watchdog's illegal memory access after 200 OK access lines, which are not facts",
     "20119": "a KV-cache service's RPC retries counting down after the weights loaded: no failure yet",
+    "21002": "a fork's own 'Preempted request ... has been resumed!' prints, which upstream vLLM never logs",
+    "21006": "a V0 start cut at 'Traceback (most recent' right after the weights: a cut header is no fact",
+    "21205": "one running and ten waiting at 23% KV, frozen, all drafts rejected: no rule reads such a stall",
+    "21214": "an NPU OOM in an offline job after a bare tqdm bar at 25/232: the lone-OOM prior says weights",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
