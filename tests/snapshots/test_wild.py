@@ -86,6 +86,8 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "6003": "a V0 launcher's 'args: Namespace(' cut before its closing parenthesis is not read in part",
     "7058": "gpu_memory_utilization is in lm-eval's command line, which is not vLLM's output",
     "8069": "the launch arguments are a Python list printed one item per line by verl, not vLLM's own lines",
+    "20111": "max_model_len is read from a multimodal profiling warning's 'context length (5120)', no fact",
+    "21209": "the 'non-default args' dict is cut before its closing brace and is not read in part",
     "18012": "tensor_parallel_size is in the notebook's LLM(...) call quoted by IPython's traceback, not vLLM's",
     "8029": "gpu_memory_utilization and max_model_len are in the notebook's own LLM(...) call, not vLLM's output",
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",

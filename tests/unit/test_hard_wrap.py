@@ -18,7 +18,6 @@ KNOWN = {
     (120, "14110"): "the words of tt-metal's out-of-memory error cut by the wrap",
     (120, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
     (160, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
-    (120, "17005"): "a stats line's counts cut by the wrap: the preemption inferred from them reads otherwise",
     (120, "034"): "the words that place the out-of-memory error cut by the wrap",
     (120, "315"): "the exception's class name cut by the wrap",
     (120, "5022"): "an anchor's words (the engine-dead error) cut by the wrap",
@@ -30,6 +29,9 @@ KNOWN = {
     (160, "12036"): "the wrap cuts 'execute_model' of a worker's frame: the model step that places it is not named",
     (160, "8041"): "an anchor's words cut by the wrap",
     (160, "12008"): "the wrap turns a start-up failure into a runtime one (not yet diagnosed)",
+    (120, "19208"): "an anchor's words (the illegal memory access) cut by the wrap",
+    (120, "20106"): "an anchor's words (the stage engine's fatal error) cut by the wrap",
+    (160, "19212"): "vLLM 0.1's stats line cut inside its last label ('CPU KV cache us'): no clause is read",
 }
 LOGS = [
     pytest.param(
