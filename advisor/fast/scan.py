@@ -222,11 +222,14 @@ class CandidateReader:
         segments = [line.text for line in line_segments(number, raw, self.prefix)]
         earlier = [fact for text in segments[:-1] for fact in without_cut(parse(text, number))]
         last = parse(segments[-1], number)
-        # A recursion's thousand frames: one line read after each, not MAX_FOLLOWING.
-        if is_frame_code(last, next(iter(_following(buffer, stop, final, self.prefix, 1)[0]), "")):
+        if not is_cut(last):
+            return earlier + last, stop
+        # A recursion's thousand frames: one line read after each, not MAX_FOLLOWING (join stops there).
+        peek = _following(buffer, stop, final, self.prefix, 1)[0]
+        if peek and is_frame_code(last, peek[0]):
             return earlier + without_cut(last), stop
         following, ends, settled = _following(buffer, stop, final, self.prefix)
-        joined = join(segments[-1], last, number, following, parse, settled) if is_cut(last) else None
+        joined = join(segments[-1], last, number, following, parse, settled)
         if joined == MORE:
             return None
         if joined is None:

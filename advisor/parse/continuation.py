@@ -18,14 +18,12 @@ from typing import Final, Literal, overload
 
 from advisor.ingest.sources import Line
 from advisor.parse.facts import Fact, Number
-from advisor.parse.grammar import CUT, anchor_regex, split_envelope, staged_functions
+from advisor.parse.grammar import CUT, RECORD_KINDS, anchor_regex, split_envelope, staged_functions
 
 # A message is read on into at most this many lines: nine terminal rows of 80 columns hold the
 # longest error the grammar reads in parts (the KV shortfall with its estimate and its advice,
 # behind a process prefix).
 MAX_FOLLOWING = 8
-# The facts a line's envelope gives when the grammar reads none of its words (grammar.parse_line).
-RECORD_KINDS = frozenset({"error_record", "critical_record"})
 # Lines longer than this are no terminal's rows: they are not read on into, nor continue another
 # (and a hostile log of 64 KB lines full of anchors does not cost a parse of joined megabytes).
 MAX_ROW = 2048

@@ -31,6 +31,8 @@ STRUCTURAL_ANCHORS = {"A_TRACEBACK", "A_FILE", "A_IPYTHON_FILE", "A_COLAB_FILE",
 MAX_ANCHORS_PER_LINE = 32
 # The kind of the mark a message leaves when the end of its line cuts it short (see advisor.parse.continuation).
 CUT = "cut"
+# The facts a line's envelope gives when the grammar reads none of its words (parse_line).
+RECORD_KINDS = frozenset({"error_record", "critical_record"})
 
 
 def data_dir(name: str) -> Path:
@@ -345,11 +347,12 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
                 level=envelope.level,
             )
         )
-    if all(fact.kind == CUT for fact in facts) and envelope.level == CRITICAL:
+    nothing_read = all(fact.kind == CUT for fact in facts)
+    if nothing_read and envelope.level == CRITICAL:
         # vLLM logs CRITICAL only when it gives up: whatever its words, a record of its own.
         words = {"message": envelope.body[:500]}
         facts.append(Fact(kind="critical_record", line=line, text=words, process=envelope.process, level=CRITICAL))
-    elif all(fact.kind == CUT for fact in facts) and own_error_record(envelope, text):
+    elif nothing_read and own_error_record(envelope, text):
         # An error vLLM logged in words the grammar does not know ("WorkerProc hit an exception."), or
         # cut inside words it knows ("EngineCore hit an exc"): it fails nothing by itself, but a log
         # that ends in one did not end well.
