@@ -257,7 +257,7 @@ def place(run: Run) -> list[Event]:
         last_values.update(values)
         if backend is None:
             backend = fact.text.get("device")
-        if kind in PROGRESS_KINDS:
+        if kind in PROGRESS_KINDS and not _stuck(kind, values):
             progress = line
         if kind in TRACEBACK_KINDS:
             in_traceback.add(fact.process)
@@ -505,6 +505,17 @@ def _stepping(fact: Fact) -> bool:
     """Whether a fact shows the engine had been stepping: an NCCL collective numbered past what start-up
     runs (a few barriers and broadcasts, a profiling pass), as PyTorch's watchdog names it."""
     return fact.kind == "nccl_collectives" and fact.values.get("nccl_seq_num", 0) > STARTUP_COLLECTIVES
+
+
+def _stuck(kind: str, values: Mapping[str, Number]) -> bool:
+    """A stats line of requests waiting while none runs and nothing was processed: no progress."""
+    return (
+        kind == "stats"
+        and values.get("waiting_reqs", 0) > 0
+        and values.get("running_reqs") == 0
+        and values.get("prompt_throughput") == 0
+        and values.get("generation_throughput") == 0
+    )
 
 
 def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> Mapping[str, float]:

@@ -87,7 +87,9 @@ SHIFT_DIGITS = str.maketrans("0123456789", "1234567890")
 class FactTemplates:
     """parse_line for repeated line shapes: learn once which number in the line is which fact value.
 
-    For a new template the line is parsed, then parsed again with every digit changed, and when
+    A template is learned when its shape comes again (a small log's lines are nearly all shapes
+    seen once, which learning would parse twice or more for nothing). To learn it, the line is
+    parsed, then parsed again with every digit changed, and when
     that leaves any doubt, once per number with only that number's digits changed (cheap: the
     tree cache serves those parses). A value that follows exactly one number as `number()` reads
     it is re-read from that place in later lines, into a fact like the first (Fact.like); when anything else moves
@@ -101,6 +103,8 @@ class FactTemplates:
         self.trees = TemplateCache()
         self.recipes: dict[bytes, _Recipe | None] = {}
         self.raw_recipes: dict[bytes, _Recipe | None] = {}
+        self.seen_once: set[bytes] = set()  # keys of shapes met once, not learned yet
+        self.raw_seen_once: set[bytes] = set()
 
     def parse_raw(self, raw: bytes, line: int) -> list[Fact] | None:
         """The facts of the one line sources.line_segments makes of these raw bytes, read by a recipe
@@ -112,6 +116,8 @@ class FactTemplates:
             return None
         key = raw.translate(DIGIT_BYTES_TO_ZERO)
         if key not in self.raw_recipes:
+            if not _again(key, self.raw_seen_once):
+                return None
             if len(self.raw_recipes) >= MAX_TEMPLATES:
                 self.raw_recipes.clear()
             self.raw_recipes[key] = self._learn_raw(raw)
@@ -135,6 +141,8 @@ class FactTemplates:
         if key not in self.recipes:  # anchors are digit-uniform too: a known key had an anchor
             if not may_state_facts(text):
                 return []
+            if not _again(key, self.seen_once):
+                return parse_line(text, line, self.trees.parse)
             if len(self.recipes) >= MAX_TEMPLATES:
                 self.recipes.clear()
             self.recipes[key] = self._learn(text)
@@ -165,6 +173,17 @@ class FactTemplates:
                 else:
                     sources[index, name] = (start, end)
         return _recipe(facts, sources, text)
+
+
+def _again(key: bytes, seen_once: set[bytes]) -> bool:
+    """Whether a shape comes again; the first time, it is remembered (MAX_TEMPLATES at most)."""
+    if key in seen_once:
+        seen_once.discard(key)
+        return True
+    if len(seen_once) >= MAX_TEMPLATES:
+        seen_once.clear()
+    seen_once.add(key)
+    return False
 
 
 def _learn_at_once(text: str, facts: list[Fact], spans: list[tuple[int, int]], parse: Parse) -> _Recipe | None:

@@ -149,9 +149,10 @@ def _words_of(anchor: TerminalDef) -> tuple[str, ...]:
     return (anchor.pattern.value,) if anchor.pattern.type == "str" else tuple(terminal_notes("literals")[anchor.name])
 
 
-# Text from which find_anchor searches anchor by anchor: the one regex of all anchors tries each
-# of them at every character (about 1.5 µs a character), each anchor alone skips to its own words.
-LONG_TEXT = 1024
+@cache
+def anchor_word_regex() -> re.Pattern[str]:
+    """One search for any anchor word: where none is, no anchor is either."""
+    return re.compile("|".join(re.escape(word) for word in anchor_words()))
 
 
 @cache
@@ -165,38 +166,37 @@ def anchor_searches() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
 
 
 def find_anchor(text: str, position: int = 0) -> re.Match[str] | None:
-    """anchor_regex().search(text, position), quicker on long text (a 60 KB line: 0.1 s before)."""
+    """anchor_regex().search(text, position), about four times quicker (see AnchorSearch)."""
     return AnchorSearch(text).find(position)
 
 
 class AnchorSearch:
     """The anchors of one text, found from ever later places: anchor_regex().search, quicker.
 
-    Where no anchor word is left there is no anchor. In long text each anchor is searched alone
-    and the regex of all of them matched where the first one starts: the same match, as an
-    alternation matches at the first place where one of its branches does. Each anchor's next
-    start is kept, so a line's messages, found one after another, search its text once.
+    The regex of all anchors tries each of them at every character (about 1.5 microseconds a character).
+    Instead, each anchor whose words the text holds is searched alone, and the regex of all of
+    them matched where the first one starts: the same match, as an alternation matches at the
+    first place where one of its branches does. Each anchor's next start is kept, so a line's
+    messages, found one after another, search its text once.
     """
 
     __slots__ = ("starts", "text")
 
     def __init__(self, text: str):
         self.text = text
-        self.starts: list[int] | None = None  # each anchor's next start (len(text) for none), once long
+        self.starts: list[int] | None = None  # each anchor's next start (len(text) for none)
 
     def find(self, position: int = 0) -> re.Match[str] | None:
         text = self.text
-        if not any(text.find(word, position) >= 0 for word in anchor_words()):
+        if anchor_word_regex().search(text, position) is None:
             return None
-        if len(text) - position <= LONG_TEXT:
-            return anchor_regex().search(text, position)
         if self.starts is None:
-            self.starts = [-1] * len(anchor_searches())
+            # An anchor none of whose words the text holds matches nowhere in it.
+            self.starts = [-1 if any(word in text for word in words) else len(text) for _, words in anchor_searches()]
         starts = self.starts
-        for index, (search, words) in enumerate(anchor_searches()):
+        for index, (search, _) in enumerate(anchor_searches()):
             if starts[index] < position:
-                # Where none of its words is left, the anchor is not either: no regex walk needed.
-                found = search.search(text, position) if any(text.find(w, position) >= 0 for w in words) else None
+                found = search.search(text, position)
                 starts[index] = found.start() if found else len(text)
         first = min(starts)
         return anchor_regex().match(text, first) if first < len(text) else None

@@ -66,6 +66,8 @@ Parts = dict[str, Any]
 # A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py"), or
 # in a platform plugin's, whose workers and model runners subclass vLLM's and keep their functions' names.
 VLLM_PATH = re.compile(r"[/\\]vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
+# The `vllm` command's own script (".../bin/vllm"), which pip writes to call vLLM's CLI: vLLM's process.
+CONSOLE_SCRIPT = re.compile(r"[/\\]bin[/\\]vllm$")
 
 
 # What an exception's message says vLLM refuses, in the wordings a family of raises shares across
@@ -442,6 +444,8 @@ class ToFacts(Transformer[Token, Parts]):
         if inside := VLLM_PATH.search(path):
             text["package"] = "vllm"  # the frame runs vLLM's own code
             text["module"] = path[inside.end() :].replace("\\", "/")  # v1/worker/gpu_worker.py
+        elif CONSOLE_SCRIPT.search(path):
+            text["package"] = "vllm"
         return {"text": text}
 
     def nccl_error(self, c: Children) -> Parts:

@@ -9,16 +9,20 @@ from collections.abc import Iterable, Iterator
 
 from advisor.ingest.sources import Line
 from advisor.parse.facts import Fact
+from advisor.parse.grammar import CRITICAL, ERROR, logged_at
 
 # vLLM's own log format (vllm/logger.py): "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d]
 # %(message)s" with the date as "%m-%d %H:%M:%S" (0.8 on; before, "filename:lineno]" without the
 # bracket), after the process tag its multiprocessing workers add; and the API server's uvicorn
 # access lines for vLLM's routes.
-# A record is found anywhere in a line, after whatever a shipper or a paste put before it.
-RECORD = re.compile(
+# A record is found anywhere in a line, after whatever a shipper or a paste put before it (a process
+# tag too: the record's own level and [file:line] are looked for first).
+LEVELLED = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? "
-    r"\[?(?P<source>[\w.\-]+\.py):\d+\]"
-    r"|INFO: +\S+ - \"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) "
+    r"\[?(?P<source>[\w.\-/]+\.py):(?P<lineno>\d+)\]"
+)
+OTHER_RECORD = re.compile(
+    r"INFO: +\S+ - \"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) "
     r"/(?:v1/|health|metrics|tokenize|detokenize|ping|version|load|pooling|score|rerank|invocations)"
     # the process tags vLLM's own processes print before their lines, whatever follows
     r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*"
@@ -36,14 +40,23 @@ HEAD_BYTES = 1 << 20
 NOT_EVIDENCE = {"traceback_start", "frame", "serving_call", "exception_chain", "exception"}
 
 
-def first_record(lines: Iterable[Line]) -> Fact | None:
-    """The first line of the head of a log that is a vLLM record, as a fact."""
+def first_record(lines: Iterable[Line], errors: bool = False) -> Fact | None:
+    """The first line of the head of a log that is a vLLM record, as a fact (`errors`: an error-level
+    record as the error record it is)."""
     for line in itertools.islice(lines, HEAD_LINES):
-        found = RECORD.search(line.text)
-        if found:
-            named = found["source"] or found["process"] or found["logger"] or found["default_logger"]
-            source = named or "uvicorn access log"
-            level = found["level"] or found["logger_level"] or found["default_level"] or "INFO"
+        if found := LEVELLED.search(line.text):
+            source = found["source"].rsplit("/", 1)[-1]
+            if errors and found["level"] in (ERROR, CRITICAL):
+                # An excerpt that starts inside a record vLLM logged as an error (a traceback's lines, a
+                # tensor it printed): the error record, placed by its [file:line] as parse_line places one.
+                words = {"message": line.text[found.end() :].strip()[:500]}
+                if stage := logged_at().get(f"{source}:{found['lineno']}"):
+                    words["logged_in"] = stage
+                return Fact(kind="error_record", line=line.number, text=words, level=ERROR)
+            return Fact(kind="vllm_record", line=line.number, text={"source": source}, level=found["level"])
+        if found := OTHER_RECORD.search(line.text):
+            source = found["process"] or found["logger"] or found["default_logger"] or "uvicorn access log"
+            level = found["logger_level"] or found["default_level"] or "INFO"
             return Fact(kind="vllm_record", line=line.number, text={"source": source}, level=level)
     return None
 
@@ -62,7 +75,8 @@ def with_record(facts: list[Fact], head: Iterator[Line]) -> list[Fact]:
     """The facts, with the log's first vLLM record among them when nothing else shows it is vLLM's."""
     if any(fact.kind not in NOT_EVIDENCE for fact in facts):
         return facts
-    record = first_record(head)
+    # A traceback read from the excerpt places its own error; a record's lines alone (a tensor it printed) do not.
+    record = first_record(head, errors=not facts)
     if record is None:
         return facts
     at = next((i for i, fact in enumerate(facts) if fact.line >= record.line), len(facts))

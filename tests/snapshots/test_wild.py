@@ -36,7 +36,6 @@ KNOWN_WRONG: dict[str, str] = {
     "6048": "a worker's exception cut after 'Traceback': LMCache's per-request lines are no vLLM serving sign",
     "7052": "a V0 sampler traceback cut before its error: profiling and serving both sample, no serving sign",
     "8060": "an RL framework's own frame calling llm.collective_rpc on a built engine, no vLLM frame shown",
-    "8069": "one ERROR record of a traceback's source line ('raise ValueErro') ends it: no frame, no exception",
     "8071": "only the V0 client's idle DEBUG loop ('Waiting for output from MQLLMEngine'): the hang is in the thread",
     "10018": "a request's traceback cut at the handler's call: one that reaches starlette is most often the engine's",
     "10049": "a hard-wrapped worker traceback whose only frame, DeepGEMM's warm-up, is split across two lines",
@@ -78,9 +77,17 @@ KNOWN_WRONG: dict[str, str] = {
     "21006": "a V0 start cut at 'Traceback (most recent' right after the weights: a cut header is no fact",
     "21205": "one running and ten waiting at 23% KV, frozen, all drafts rejected: no rule reads such a stall",
     "21214": "an NPU OOM in an offline job after a bare tqdm bar at 25/232: the lone-OOM prior says weights",
+    "22005": "LMCache's retrieve frames in V0's engine.py handler, whose [file:line] places nothing: no serving sign",
+    "22205": "a tt-metal kernel's TT_FATAL in forward_prefill through V0's engine.py handler: warm-up prefills too",
+    "22215": "three lines of an EngineCore traceback (a logits processor's IndexError): serving is in the thread",
+    "22217": "a worker's NPU task timeout after 'WorkerProc shutting down': serving is in the thread, not the excerpt",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
+    "22004": "the settings are in a shell's 'set -x' trace of the command, not vLLM's output",
+    "22013": "max_model_len is in Tenstorrent's own dump of its settings dict, not a vLLM message",
+    "22109": "the settings are in Xinference's 'Loading ... with following model config' line, not vLLM's",
+    "22202": "max_model_len is in vllm-spyre's 'Configurations for Spyre.' line, which the grammar does not read",
     "2041": "total memory and utilization in V0 0.6's 'Memory profiling results', read only in part",
     "3059": "labelled from the thread's text",
     "6003": "a V0 launcher's 'args: Namespace(' cut before its closing parenthesis is not read in part",
