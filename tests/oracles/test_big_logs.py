@@ -292,6 +292,8 @@ def test_recipe_facts_equal_parsed_facts():
     )
     learned = FactTemplates()
     learned.parse_line(line, 1)
+    learned.parse_line(line, 2)  # a shape is learned when it comes again
+    assert any(learned.recipes.values())
     other = line.replace("105.8", "917.2").replace("pid=12646", "pid=99999")
     assert learned.parse_line(other, 9) == parse(sources.text_lines("\n" * 8 + other))
 
