@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from advisor.parse.facts import Fact, Number
-from advisor.parse.grammar import FOREIGN_STAGES, REQUEST_VALIDATORS
+from advisor.parse.grammar import FOREIGN_STAGES, PASS_THROUGH, REQUEST_VALIDATORS, RPC_DISPATCHERS, SERVING_RPCS
 
 # A run starts with these; vLLM prints them once per launch.
 RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
@@ -102,8 +102,6 @@ LOGGED_IN = "@"
 ANSWERED = "!answered"
 # Other packages' frames that name a stage, as a traceback's foreign frames are marked.
 FOREIGN_STAGE_FRAMES = {FOREIGN_FRAME + name: stage for name, stage in FOREIGN_STAGES.items()}
-# Wrappers a worker's RPC dispatcher may call through before the method it was asked to run.
-PASS_THROUGH = {"decorate_context", "wrapper", "inner", "_wrapped_call_impl", "_call_impl"}
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
 # and whether or not the excerpt shows the server getting ready.
 SERVING_LOOPS = {
@@ -119,12 +117,6 @@ SERVING_LOOPS = {
 # More NCCL collectives than start-up runs in one process group: the watchdog's SeqNum past this is a
 # server that has been stepping (SeqNum=1 is the first collective, at start-up).
 STARTUP_COLLECTIVES = 1000
-# A worker runs what its executor asks for by name (collective_rpc, V0's execute_method): the vLLM
-# frame right inside the dispatcher is the method asked for. Start-up asks for loading, profiling
-# and capture by their own names (V0's profile_run calls execute_model directly, not through one);
-# only serving asks for a model step.
-RPC_DISPATCHERS = {"worker_busy_loop", "_execute_worker_rpc", "execute_method", "run_method"}
-SERVING_RPCS = {"execute_model", "sample_tokens"}
 # Where a model step is the serving step, by the module of its frame: V1's engine steps alone call
 # execute_model (its profile_run calls _dummy_run), and V0's workers and executors run it for the engine's
 # step; only V0's model runners run it from profile_run too (read in 0.5.4, 0.6.3 and 0.10.1).

@@ -261,14 +261,23 @@ FOREIGN_STAGES = {
     "generate_sequences": "serving",
 }
 REQUEST_VALIDATORS = frozenset({"_validate_model_inputs", "_validate_model_input", "_validate_input"})
+# A worker runs what its executor asks for by name (collective_rpc, V0's execute_method): the vLLM
+# frame right inside the dispatcher is the method asked for. Start-up asks for loading, profiling
+# and capture by their own names (V0's profile_run calls execute_model directly, not through one);
+# only serving asks for a model step.
+RPC_DISPATCHERS = frozenset({"worker_busy_loop", "_execute_worker_rpc", "execute_method", "run_method"})
+SERVING_RPCS = frozenset({"execute_model", "sample_tokens"})
+# Wrappers a worker's RPC dispatcher may call through before the method it was asked to run.
+PASS_THROUGH = frozenset({"decorate_context", "wrapper", "inner", "_wrapped_call_impl", "_call_impl"})
 
 
 @cache
 def staged_functions() -> frozenset[str]:
     """Every function a frame may name that says where it ran (advisor/stages.json and the frames the
-    timeline reads besides): a frame naming one is whole."""
+    timeline reads besides: an RPC's dispatcher, the wrappers it calls through, the method it ran):
+    a frame naming one is whole."""
     placed = frozenset(name for names in _stages_json()["stages"].values() for name in names)
-    return placed | FOREIGN_STAGES.keys() | REQUEST_VALIDATORS
+    return placed | FOREIGN_STAGES.keys() | REQUEST_VALIDATORS | RPC_DISPATCHERS | SERVING_RPCS | PASS_THROUGH
 
 
 def logged_at() -> dict[str, str]:

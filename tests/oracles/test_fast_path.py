@@ -153,7 +153,8 @@ def test_learned_recipe_gives_the_facts_of_a_fresh_parse(path):
 
 @pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_raw_recipe_gives_the_facts_of_the_plain_path(path):
-    # Learn each real physical line's shape (on its second sighting), then read a line with other digits in the same places.
+    # Learn each real physical line's shape (on its second sighting), then read a line with other digits
+    # in the same places.
     learned = templates.FactTemplates()
     for raw in path.read_bytes().split(b"\n"):
         for line in (raw, raw, shifted_digits(raw.decode("latin-1")).encode("latin-1")):

@@ -81,6 +81,11 @@ KNOWN_WRONG: dict[str, str] = {
     "22205": "a tt-metal kernel's TT_FATAL in forward_prefill through V0's engine.py handler: warm-up prefills too",
     "22215": "three lines of an EngineCore traceback (a logits processor's IndexError): serving is in the thread",
     "22217": "a worker's NPU task timeout after 'WorkerProc shutting down': serving is in the thread, not the excerpt",
+    "23007": "tt-metal's DRAM OOM through V0's engine.py handler, no frame: the lone-OOM prior says weights",
+    "23101": "an OOM after KV sizing, then the user's script's frames cut at its llm.generate call: no vLLM frame",
+    "23206": "a V1 worker's aiter error in worker_busy_loop's handler, which start-up's calls share: no serving sign",
+    "23214": "Ray's host-memory kill logged by run_engine_core, which start-up shares: serving is in the thread",
+    "23218": "an EngineCore traceback cut below its header, in the batch queue's future: no placed frame",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -112,6 +117,10 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "17096": "the length and TP size are in the thread's command; the log has only 'rank 1 in world size 2'",
     "16095": "the tensor-parallel size is read from 'rank 1 in world size 2', which is no flag",
     "16096": "the tensor-parallel size is read from the ranks' world size, which is no flag",
+    "23002": "the load at the crash is in V1's 'Dumping scheduler stats: SchedulerStats(...)', not read",
+    "23102": "utilization and length are in the docker run command the poster pasted, not vLLM's output",
+    "23107": "the GPU's memory is in Unsloth's banner ('Max memory: 23.621 GB'), not vLLM's output",
+    "23108": "vllm-metal's own KV budget error ('metal_limit=14.30GB, ...'), whose numbers the grammar does not read",
 }
 
 

@@ -14,7 +14,6 @@ WIDTHS = (120, 160)
 # as another.
 KNOWN = {
     (120, "15020"): "a stats line's waiting count cut by the wrap: a full cache reads as saturated, not preemption",
-    (120, "15065"): "the words that place a start's failure cut by the wrap",
     (120, "14110"): "the words of tt-metal's out-of-memory error cut by the wrap",
     (120, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
     (160, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
@@ -25,10 +24,7 @@ KNOWN = {
     (120, "9013"): "an anchor's words (the out-of-memory error's) cut by the wrap",
     (120, "10020"): "an anchor's words (the shared-memory broadcast's wait) cut by the wrap",
     (160, "315"): "the exception's class name cut by the wrap",
-    (160, "6060"): "the wrap cuts 'execute_model' of a worker's frame: the model step that places it is not named",
-    (160, "12036"): "the wrap cuts 'execute_model' of a worker's frame: the model step that places it is not named",
     (160, "8041"): "an anchor's words cut by the wrap",
-    (160, "12008"): "the wrap turns a start-up failure into a runtime one (not yet diagnosed)",
     (120, "19208"): "an anchor's words (the illegal memory access) cut by the wrap",
     (120, "20106"): "an anchor's words (the stage engine's fatal error) cut by the wrap",
     (160, "19212"): "vLLM 0.1's stats line cut inside its last label ('CPU KV cache us'): no clause is read",

@@ -38,6 +38,7 @@ UNLEARNABLE = {
     "18308",
     "19112",
     "21016",
+    "23108",
 }
 LOGS = [
     pytest.param(
