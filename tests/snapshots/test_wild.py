@@ -79,13 +79,10 @@ KNOWN_WRONG: dict[str, str] = {
     "21214": "an NPU OOM in an offline job after a bare tqdm bar at 25/232: the lone-OOM prior says weights",
     "22005": "LMCache's retrieve frames in V0's engine.py handler, whose [file:line] places nothing: no serving sign",
     "22205": "a tt-metal kernel's TT_FATAL in forward_prefill through V0's engine.py handler: warm-up prefills too",
-    "22215": "three lines of an EngineCore traceback (a logits processor's IndexError): serving is in the thread",
     "22217": "a worker's NPU task timeout after 'WorkerProc shutting down': serving is in the thread, not the excerpt",
     "23007": "tt-metal's DRAM OOM through V0's engine.py handler, no frame: the lone-OOM prior says weights",
-    "23101": "an OOM after KV sizing, then the user's script's frames cut at its llm.generate call: no vLLM frame",
     "23206": "a V1 worker's aiter error in worker_busy_loop's handler, which start-up's calls share: no serving sign",
     "23214": "Ray's host-memory kill logged by run_engine_core, which start-up shares: serving is in the thread",
-    "23218": "an EngineCore traceback cut below its header, in the batch queue's future: no placed frame",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {

@@ -52,6 +52,38 @@ def test_a_function_two_stages_reach_belongs_to_neither():
     assert counts == {"0.0.1": 5}
 
 
+def test_an_error_record_s_words_place_it_where_its_function_cannot():
+    tool = extract_tool()
+    # run_engine_core both builds the engine and runs its busy loop: its function places nothing, but
+    # "encountered a fatal error" is its else branch, logged only once the engine was built.
+    messages = [
+        {
+            "call": "logger.exception",
+            "function": "run_engine_core",
+            "file": "vllm/v1/engine/core.py",
+            "lines": [[842, 842]],
+            "template": "EngineCore failed to start.",
+        },
+        {
+            "call": "logger.exception",
+            "function": "run_engine_core",
+            "file": "vllm/v1/engine/core.py",
+            "lines": [[844, 844]],
+            "template": "EngineCore encountered a fatal error.",
+        },
+        {
+            "call": "logger.info",
+            "function": "run_busy_loop",
+            "file": "vllm/v1/engine/core.py",
+            "lines": [[900, 900]],
+            "template": "Idle.",
+        },
+    ]
+    assert tool.logged_at({"0.11.1": ({"run_engine_core": [], "run_busy_loop": []}, messages)}) == {
+        "core.py:844": "serving"
+    }
+
+
 def staged_tracebacks():
     for folder in (CORPUS, WILD):
         for case in corpus_cases(folder):

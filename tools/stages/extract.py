@@ -148,13 +148,17 @@ def build(per_release: dict[str, dict[str, list[str]]]) -> tuple[dict[str, list[
 
 # The logger calls that print a traceback or an error: their [file:line] places the lines they log.
 ERROR_CALLS = {"logger.error", "logger.exception", "logger.critical", "logger.error_once"}
+# Error records whose words place them where their function does not: V1's run_engine_core builds the
+# engine and then runs its busy loop, and logs "EngineCore failed to start." while building it, and
+# this, its else branch, once the engine was built (so a traceback cut below the header still shows).
+SERVING_WORDS = {"EngineCore encountered a fatal error.", "EngineCoreProc encountered a fatal error."}
 
 
 def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -> dict[str, str]:
     """{"file.py:line": stage} for the error-level logger calls of vLLM's staged functions: a record
     vLLM's logger prints names that place, so an excerpt cut inside a traceback logged by the serving
-    loop's handler (V0's "async_llm_engine.py:52]") shows where it ran. Kept where every release that
-    has a call on that file and line agrees."""
+    loop's handler (V0's "async_llm_engine.py:52]") shows where it ran, or whose words do (SERVING_WORDS).
+    Kept where every release that has a call on that file and line agrees."""
     votes: dict[str, set[str]] = defaultdict(set)
     for graph, messages in per_release.values():
         release = stages_of_release(graph)
@@ -163,6 +167,7 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
                 continue
             stages = release.get(message["function"], set())
             stage = next(iter(stages)) if len(stages) == 1 else ""
+            stage = "serving" if message["template"] in SERVING_WORDS else stage
             name = message["file"].rsplit("/", 1)[-1]
             for first, last in message["lines"]:
                 for line in range(first, last + 1):
