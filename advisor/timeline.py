@@ -65,6 +65,8 @@ PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS
 # The derived values of an event that moved nothing: one read-only mapping shared by all of them.
 NO_CHANGE: Mapping[str, float] = MappingProxyType({})
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
+# The stages of a start, before the server serves.
+STARTUP_STAGES = frozenset({"model_init", "kv_sizing", "graph_capture", "server_start"})
 # The stage of an exception whose whole traceback runs outside vLLM, in no vLLM process: a user's
 # own script (a client that got an HTTP error), not vLLM failing.
 FOREIGN = "foreign"
@@ -226,10 +228,12 @@ def place(run: Run) -> list[Event]:
     facts = run.facts
     # Facts from this line on happen at runtime; never ready: all runtime if the excerpt began after
     # readiness, else all startup.
-    runtime_from: float = (
-        run.ready_line if run.ready_line is not None else (-math.inf if _started_mid_way(facts) else math.inf)
-    )
     stage_of_line, open_frames = _traceback_stages(facts)
+    runtime_from: float = (
+        run.ready_line
+        if run.ready_line is not None
+        else (-math.inf if _started_mid_way(facts, stage_of_line) else math.inf)
+    )
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
     compile_lines = {f.line for f in facts if f.text.get("compiling")}
     captured_late = _before_unfinished_capture(facts)
@@ -475,7 +479,7 @@ def _stage_from_context(creating_weights: bool, phase: str, capturing: bool, siz
     return "kv_sizing" if sized else "model_init"
 
 
-def _started_mid_way(facts: list[Fact]) -> bool:
+def _started_mid_way(facts: list[Fact], stage_of_line: Mapping[int, tuple[str, tuple[str, ...]]]) -> bool:
     """An excerpt that shows serving (a serving sign, a death while serving, a record a serving-only logger
     call printed) before (or without) any startup step began after readiness."""
     for fact in facts:
@@ -484,8 +488,11 @@ def _started_mid_way(facts: list[Fact]) -> bool:
         if fact.kind in SERVING_KINDS or fact.kind in DEATH_WHILE_SERVING_KINDS or _stepping(fact):
             return True
         # A record that a serving-only logger call printed (its message, or the start of its traceback;
-        # an excerpt that starts among a traceback's frames is judged by the frames, below).
-        if fact.text.get("logged_in") == "serving" and fact.kind != "frame":
+        # an excerpt that starts among a traceback's frames is judged by the frames, below). Frames that
+        # place it in a start-up stage outrank the place of its [file:line], which a build between
+        # releases (or a fork) may have moved.
+        started = stage_of_line.get(fact.line, NO_STAGE)[0] in STARTUP_STAGES
+        if fact.text.get("logged_in") == "serving" and fact.kind != "frame" and not started:
             return True
         if fact.text.get("request"):  # an error record names a request the server had taken in
             return True

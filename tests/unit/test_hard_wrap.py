@@ -17,7 +17,6 @@ KNOWN = {
     (120, "14110"): "the words of tt-metal's out-of-memory error cut by the wrap",
     (120, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
     (160, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",
-    (120, "034"): "the words that place the out-of-memory error cut by the wrap",
     (120, "315"): "the exception's class name cut by the wrap",
     (120, "5022"): "an anchor's words (the engine-dead error) cut by the wrap",
     (120, "9008"): "an anchor's words cut by the wrap",
@@ -28,6 +27,8 @@ KNOWN = {
     (120, "19208"): "an anchor's words (the illegal memory access) cut by the wrap",
     (120, "20106"): "an anchor's words (the stage engine's fatal error) cut by the wrap",
     (160, "19212"): "vLLM 0.1's stats line cut inside its last label ('CPU KV cache us'): no clause is read",
+    (120, "24101"): "'# CPU blocks' cut by the wrap under DJL's long prefix: the line of no cache blocks is not read",
+    (160, "24202"): "an anchor's words (the watchdog's ProcessGroupNCCL::ncclCommWatchdog) cut by the wrap",
 }
 LOGS = [
     pytest.param(

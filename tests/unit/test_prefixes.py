@@ -39,6 +39,7 @@ UNLEARNABLE = {
     "19112",
     "21016",
     "23108",
+    "24013",
 }
 LOGS = [
     pytest.param(
