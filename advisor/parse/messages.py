@@ -336,6 +336,12 @@ class ToFacts(Transformer[Token, Parts]):
     def server_version(self, c: Children) -> Parts:
         return {"text": {"vllm_version": _token(c, "VERSION") or ""}}
 
+    def unsloth_gpu(self, c: Children) -> Parts:
+        return {"values": {"total_gpu_gib": _numbers(c)[1]}}
+
+    def unsloth_vllm_start(self, c: Children) -> Parts:
+        return {"values": {"gpu_memory_utilization": _numbers(c)[0] / 100}}
+
     def tp_heads_mismatch(self, c: Children) -> Parts:
         return {"values": _named(("num_attention_heads", "tensor_parallel_size"), c)}
 

@@ -85,7 +85,6 @@ KNOWN_WRONG: dict[str, str] = {
     "24013": "the poster re-wrapped a torch OOM by hand: what PyTorch held is split across lines, not read",
     "24014": "a Ray worker's watchdog abort with no SeqNum and no serving sign: serving is in the thread",
     "24110": "a fork's V0 background-loop handler at a line no release's handler sits on: no placed frame",
-    "24112": "Unsloth's banner and its own notices, no vLLM record: no vLLM log is recognised",
     "24113": "Google Cloud Logging's JSON entries, whose message sits in a jsonPayload: the form is not unwrapped",
     "24202": "a C++ backtrace naming ProcessGroupNCCL::ncclCommWatchdog, the watchdog's abort: not read",
     "24209": "distilabel's rich console wraps Ray's placement-group error over many rows: not read",
@@ -122,9 +121,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "16096": "the tensor-parallel size is read from the ranks' world size, which is no flag",
     "23002": "the load at the crash is in V1's 'Dumping scheduler stats: SchedulerStats(...)', not read",
     "23102": "utilization and length are in the docker run command the poster pasted, not vLLM's output",
-    "23107": "the GPU's memory is in Unsloth's banner ('Max memory: 23.621 GB'), not vLLM's output",
     "23108": "vllm-metal's own KV budget error ('metal_limit=14.30GB, ...'), whose numbers the grammar does not read",
-    "24112": "the GPU's memory and utilization are in Unsloth's banner and notices, not vLLM's output",
     "24113": "max_model_len is in an error inside Google Cloud Logging's JSON entries, which are not unwrapped",
     "24119": "the excerpt's last OOM line is cut inside 'of which ... is free': its total is not read in part",
 }

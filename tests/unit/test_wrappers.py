@@ -216,10 +216,14 @@ def test_forms_really_wrap():
     assert unchanged == ["journalctl-cat"]
 
 
+# Real logs the advisor reads nothing of yet, each listed with its mechanism in tests/snapshots/test_wild.py.
+UNREAD = {"24113", "24209"}
+
+
 @pytest.mark.parametrize("logs", tiers(LOGS))
 def test_wrapped_fixtures_are_nontrivial(logs):
     # The comparison means something only if each original has a verdict or events to lose.
     empty = [
         p.name for p in logs if not original_report(p)["events"] and original_report(p)["verdict"]["phase"] == "unknown"
     ]
-    assert empty == []
+    assert empty == [p.name for p in logs if p.name.split("-")[0] in UNREAD]
