@@ -65,8 +65,6 @@ PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS
 # The derived values of an event that moved nothing: one read-only mapping shared by all of them.
 NO_CHANGE: Mapping[str, float] = MappingProxyType({})
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback
-# The stages of a start, before the server serves.
-STARTUP_STAGES = frozenset({"model_init", "kv_sizing", "graph_capture", "server_start"})
 # The stage of an exception whose whole traceback runs outside vLLM, in no vLLM process: a user's
 # own script (a client that got an HTTP error), not vLLM failing.
 FOREIGN = "foreign"
@@ -86,6 +84,8 @@ STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "
 # in, derived from every release's source by tools/stages/extract.py (innermost frame wins).
 _STAGES = json.loads(resources.files("advisor").joinpath("stages.json").read_text(encoding="utf-8"))
 STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {stage: frozenset(names) for stage, names in _STAGES["stages"].items()}
+# The stages of a start, before the server serves: every stage of the map but serving.
+STARTUP_STAGES = frozenset(STAGE_BY_FUNCTION) - {"serving"}
 # vLLM's raise messages by the stage whose functions alone raise them (tools/stages/raised.py): an
 # exception quoting one was raised in that stage, whatever frames the excerpt shows. Looked up by
 # their first RAISED_KEY characters (tools/stages/raised.py keeps none shorter).
@@ -491,8 +491,11 @@ def _started_mid_way(facts: list[Fact], stage_of_line: Mapping[int, tuple[str, t
         # an excerpt that starts among a traceback's frames is judged by the frames, below). Frames that
         # place it in a start-up stage outrank the place of its [file:line], which a build between
         # releases (or a fork) may have moved.
-        started = stage_of_line.get(fact.line, NO_STAGE)[0] in STARTUP_STAGES
-        if fact.text.get("logged_in") == "serving" and fact.kind != "frame" and not started:
+        if (
+            fact.text.get("logged_in") == "serving"
+            and fact.kind != "frame"
+            and stage_of_line.get(fact.line, NO_STAGE)[0] not in STARTUP_STAGES
+        ):
             return True
         if fact.text.get("request"):  # an error record names a request the server had taken in
             return True
