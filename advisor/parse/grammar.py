@@ -432,7 +432,8 @@ def messages(
         if kind == "stats" and not body.rstrip().endswith(STATS_END):
             yield CUT, {}, {}, {}  # every stats line ends on a percentage: a terminal wrapped this one
         if rest is None:
-            if body[-1:].isdigit():  # a wrap may have cut its last number: "... length is 1" of "15488"
+            # A wrap may have cut its last number: "... length is 1" of "15488" (not a typed command's flag).
+            if body[-1:].isdigit() and kind != "launch_command":
                 yield CUT, {}, {}, {}
             elif kind == "frame" and words.get("function") not in staged_functions():
                 yield CUT, {}, {}, {}  # or its function's name: "output_hand" of "output_handler"

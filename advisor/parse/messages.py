@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from lark import Token, Transformer
@@ -21,6 +22,8 @@ ARG_FACTS = {
     "swap_space": "swap_space_gib",
     "block_size": "block_size",
 }
+# vLLM's short flags for the arguments above.
+SHORT_FLAGS = {"-tp": "tensor_parallel_size", "-pp": "pipeline_parallel_size"}
 CONFIG_FACTS = {
     "max_seq_len": "max_seq_len",
     "tensor_parallel_size": "tensor_parallel_size",
@@ -64,8 +67,9 @@ Children = list[Any]
 Parts = dict[str, Any]
 
 # A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py"), or
-# in a platform plugin's, whose workers and model runners subclass vLLM's and keep their functions' names.
-VLLM_PATH = re.compile(r"[/\\]vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
+# in a platform plugin's, whose workers and model runners subclass vLLM's and keep their functions' names;
+# a path the poster cut to the package ("vllm/v1/worker/gpu_worker.py") too.
+VLLM_PATH = re.compile(r"(?:^|[/\\])vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
 # The `vllm` command's own script (".../bin/vllm"), which pip writes to call vLLM's CLI: vLLM's process.
 CONSOLE_SCRIPT = re.compile(r"[/\\]bin[/\\]vllm$")
 
@@ -321,6 +325,9 @@ class ToFacts(Transformer[Token, Parts]):
     def non_default_args(self, c: Children) -> Parts:
         return _launch_args(literal_dict(_token(c, "DICT_TEXT") or ""))
 
+    def launch_command(self, c: Children) -> Parts:
+        return {"values": _flag_values(_token(c, "COMMAND_TEXT") or "")}
+
     def namespace_args(self, c: Children) -> Parts:
         return _launch_args(namespace_args(_token(c, "NAMESPACE_TEXT") or ""))
 
@@ -455,8 +462,12 @@ class ToFacts(Transformer[Token, Parts]):
         return {"text": text}
 
     def nccl_error(self, c: Children) -> Parts:
-        # The watchdog thread died of the device's error (an illegal memory access), not of NCCL's.
-        return {"text": {"cause": "device"}} if _token(c, "DEVICE_CAUSE") is not None else {}
+        text = {}
+        if _token(c, "A_NCCL_WATCHDOG") is not None:  # PyTorch's watchdog aborts the process
+            text["by"] = "watchdog"
+        if _token(c, "DEVICE_CAUSE") is not None:  # its thread died of the device's error, not of NCCL's
+            text["cause"] = "device"
+        return {"text": text} if text else {}
 
     def serving_call(self, c: Children) -> Parts:
         return {"text": {"function": _token(c, "A_SERVING_CALL") or ""}}
@@ -467,6 +478,24 @@ class ToFacts(Transformer[Token, Parts]):
     def __default__(self, data: str, children: Children, meta: Any) -> Parts:
         # Messages without numbers (no_cache_blocks, nccl_error, ready, ...) carry their kind only.
         return {}
+
+
+def _flag_values(command: str) -> dict[str, Number]:
+    """The numbers a command line's flags set, as launch-argument facts: "--max-model-len 8192" (or
+    "--max-model-len=8192"), vLLM's short "-tp 2"."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote: a paste cut mid-command
+        return {}
+    values: dict[str, Number] = {}
+    for word, following in zip(words, [*words[1:], ""], strict=False):
+        flag, _, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        key = SHORT_FLAGS.get(flag) or flag.removeprefix("--").replace("-", "_")
+        name = ARG_FACTS.get(key) if flag.startswith("-") else None
+        value = value or following
+        if name and re.fullmatch(r"\d+(?:\.\d+)?", value):
+            values[name] = number(value)
+    return values
 
 
 def _launch_args(parsed: tuple[dict[str, Any], list[str]] | None) -> Parts:
