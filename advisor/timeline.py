@@ -514,10 +514,12 @@ def _started_mid_way(facts: list[Fact], stage_of_line: Mapping[int, tuple[str, t
 
 
 def _dies_mostly_serving(fact: Fact, early_collective: bool) -> bool:
-    """A device fault (an illegal memory access, ROCm's memory access fault: 13 of the 19 in the
-    corpora were serving), or PyTorch's NCCL watchdog aborting the process (13 of 16)."""
+    """A GPU's fault (an illegal memory access, ROCm's memory access fault: 13 of the 19 in the corpora
+    were serving; Ascend's inner errors are start-up's more often), or PyTorch's NCCL watchdog aborting
+    the process (13 of 16)."""
     watchdog = fact.kind == "nccl_error" and fact.text.get("by") == "watchdog"
-    return fact.kind == "device_fault" or (watchdog and not early_collective)
+    gpu_fault = fact.kind == "device_fault" and fact.text.get("device") != "npu"
+    return gpu_fault or (watchdog and not early_collective)
 
 
 def _stepping(fact: Fact) -> bool:

@@ -461,6 +461,9 @@ class ToFacts(Transformer[Token, Parts]):
             text["package"] = "vllm"
         return {"text": text}
 
+    def device_fault(self, c: Children) -> Parts:
+        return {"text": {"device": "npu"}} if _token(c, "A_CANN_INNER_ERROR") is not None else {}
+
     def nccl_error(self, c: Children) -> Parts:
         text = {}
         if _token(c, "A_NCCL_WATCHDOG") is not None:  # PyTorch's watchdog aborts the process

@@ -82,6 +82,10 @@ KNOWN_WRONG: dict[str, str] = {
     "24110": "a fork's V0 background-loop handler at a line no release's handler sits on: no placed frame",
     "24113": "Google Cloud Logging's JSON entries, whose message sits in a jsonPayload: the form is not unwrapped",
     "24209": "distilabel's rich console wraps Ray's placement-group error over many rows: not read",
+    "25008": "uvicorn's bare 'Shutting down' before the engine's health-check timeout reads as an operator's stop",
+    "25012": "a ROCm fault among AITER's kernel loads in warm-up, no start-up step read: the prior says serving",
+    "25108": "the poster put the error between two pastes of the command, the second start's lines after it",
+    "25110": "NeMo-RL's own placement-group retries, with no vLLM line: not a vLLM log",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -117,6 +121,8 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "23108": "vllm-metal's own KV budget error ('metal_limit=14.30GB, ...'), whose numbers the grammar does not read",
     "24113": "max_model_len is in an error inside Google Cloud Logging's JSON entries, which are not unwrapped",
     "24119": "the excerpt's last OOM line is cut inside 'of which ... is free': its total is not read in part",
+    "25101": "the utilization is on a backslash-continued row of the pasted command, which is not read",
+    "25114": "max_model_len is only inside a config error's words",
 }
 
 

@@ -13,6 +13,7 @@ WIDTHS = (120, 160)
 # be read on from (the prefilter finds lines by those words); an exception's class cut in two is read
 # as another.
 KNOWN = {
+    (120, "25309"): "the wrap cuts the shm-broadcast wait's anchor words in two: neither row holds an anchor",
     (120, "15020"): "a stats line's waiting count cut by the wrap: a full cache reads as saturated, not preemption",
     (120, "14110"): "the words of tt-metal's out-of-memory error cut by the wrap",
     (120, "14121"): "the request's id falls on the wrap's continuation, which has no ERROR envelope",

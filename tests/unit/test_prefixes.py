@@ -40,6 +40,7 @@ UNLEARNABLE = {
     "21016",
     "23108",
     "24013",
+    "25104",
 }
 LOGS = [
     pytest.param(

@@ -91,6 +91,9 @@ ENTRY_POINTS = {
         # V1's dump of the scheduler's state when the model step raises
         "log_error_detail",
         "dump_engine_exception",
+        # the API server's HTTP middlewares (an --api-key check, the request id), run for each request
+        "authentication",
+        "add_request_id",
     ),
 }
 
