@@ -12,7 +12,7 @@ from advisor.plan.model import ModelShape
 from advisor.report import writer
 from advisor.report.build import Diagnosis, diagnose
 from advisor.report.contract import EventOut, Report, Verdict
-from advisor.timeline import TRACEBACK_KINDS
+from advisor.timeline.kinds import TRACEBACK_KINDS
 
 # Events from which a forked process writes them while this one works out the rest of the report:
 # below it, starting the process costs more than writing the events takes.

@@ -15,7 +15,7 @@ from advisor import pipeline
 from advisor.command import API_SERVER, apply
 from advisor.live import server as live_server
 from advisor.report.contract import Report
-from advisor.timeline import KV_SIZING_KINDS
+from advisor.timeline.kinds import KV_SIZING_KINDS
 
 DEFAULT_PYTHON = Path.home() / ".cache/vllm-advisor/vllm-venv/bin/python"
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from advisor.parse.facts import Fact
 
 # A real traceback has tens of frames; a runaway recursion prints thousands, a crafted log millions.
-# The outermost frames say where it began, the innermost say which stage failed (timeline.py).
+# The outermost frames say where it began, the innermost say which stage failed (timeline/frames.py).
 OUTER_FRAMES = 200
 INNER_FRAMES = 200
 

@@ -28,7 +28,7 @@ from advisor.report.contract import EventOut
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.report.writer import event_json
 from advisor.rules.remembered import RememberedCondition
-from advisor.timeline import TRACEBACK_KINDS
+from advisor.timeline.kinds import TRACEBACK_KINDS
 
 sys.path.insert(0, str(ROOT / "tools/bench"))
 from generate_log import generate

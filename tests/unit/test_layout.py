@@ -90,6 +90,7 @@ def test_every_stage_is_one_subpackage_deep():
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == {
         "ingest",
         "parse",
+        "timeline",
         "rules",
         "report",
         "fast",

@@ -10,7 +10,7 @@ from conftest import FIXTURES, tiered
 from advisor.defaults import MAX_UTILIZATION, block_size
 from advisor.ingest import sources
 from advisor.report.build import analyze, parse
-from advisor.timeline import split_runs
+from advisor.timeline.runs import split_runs
 
 # Every log; not fixtures/wordings, a list of sample lines of unrelated servers rather than one log.
 LOGS = sorted(path for path in FIXTURES.rglob("*.log") if path.parent.name != "wordings")

@@ -14,7 +14,7 @@ from advisor.rules.expressions import evaluate
 from advisor.rules.match import Match, context_for, match_run, without_superseded
 from advisor.rules.remedies import DERIVED_NAMES
 from advisor.rules.schema import RuleSetError, load_rules
-from advisor.timeline import split_runs
+from advisor.timeline.runs import split_runs
 
 # rule code: (a fixture it must fire on, a near-miss fixture it must not fire on)
 

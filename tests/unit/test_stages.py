@@ -10,7 +10,8 @@ from conftest import CORPUS, ROOT, WILD, corpus_cases, fixture_path, tool_module
 
 from advisor.ingest import sources
 from advisor.report.build import parse
-from advisor.timeline import RAISED_KEY, STAGE_BY_FUNCTION, raised_stage, split_runs, stage_from_frames
+from advisor.timeline.frames import RAISED_KEY, STAGE_BY_FUNCTION, raised_stage, stage_from_frames
+from advisor.timeline.runs import split_runs
 
 STAGES = json.loads((ROOT / "advisor" / "stages.json").read_text())
 # The stage an out-of-memory label names.

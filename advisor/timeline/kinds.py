@@ -1,0 +1,63 @@
+"""The kinds of fact the timeline groups runs and places phases by."""
+
+from __future__ import annotations
+
+# A run starts with these; vLLM prints them once per launch.
+RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
+# The only kinds that can begin a new run (see starts_new_run).
+STARTING_KINDS = RUN_MARKERS | {"engine_config"}
+# Traceback plumbing: joined into the exception it ends, not an event of its own.
+TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "exception_chain"}
+# The facts of a traceback that an error-level logger call may have printed (see logged_in).
+LOGGED_KINDS = TRACEBACK_KINDS | {"exception"}
+# A run that shows one of these is over: a marker or an engine config after it begins the next run.
+FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
+# Signs that startup is over: a server that got ready, or one already serving (online or offline).
+READY_KINDS = {"ready", "stats", "offline_progress"}
+# Signs that requests were being served, for excerpts that start after readiness.
+SERVING_KINDS = {
+    "stats",
+    "request_too_long",
+    "request_too_long_input",
+    "request_too_long_total",
+    "prompt_too_long",
+    "prompt_too_long_v1",
+    "http_error",
+    "preemption",
+    "preemption_count",
+    "request_aborted",
+    "request_added",
+    "offline_progress",
+}
+# An engine that is dead to its requests, or whose serving loop failed, was serving, and uvicorn shuts
+# down an application only after starting it; a CUDA kernel's failed assertion is a request's data far
+# more often than start-up's dummy inputs: an excerpt that shows one before any startup step began
+# after readiness (but none of them is progress).
+DEATH_WHILE_SERVING_KINDS = {"engine_dead", "engine_loop_failed", "app_shutdown", "device_assert"}
+# Signs of startup progress: their presence means the excerpt did not start mid-serving.
+STARTUP_KINDS = {
+    "engine_config",
+    "non_default_args",
+    "namespace_args",
+    "server_version",
+    "weights",
+    "memory_profile",
+    "kv_available",
+    "kv_cache_size",
+    "gpu_blocks",
+    "graph_capture_start",
+}
+# Signs that vLLM was still making progress: an error after the last of them ends the run.
+PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS
+KV_SIZING_KINDS = {
+    "kv_available",
+    "kv_cache_size",
+    "gpu_blocks",
+    "memory_profile",
+    "weights_take",
+    "kv_reserved",
+    "cpu_kv_reserved",
+    "profile_row",
+}
+# The kinds that move a startup from one stage to the next (see place).
+STAGE_STEP_KINDS = KV_SIZING_KINDS | {"graph_capture_start", "graph_captured", "ready"}

@@ -1,0 +1,267 @@
+"""Timeline: facts in order, grouped into runs, tracebacks joined, each fact given its phase and stage."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from operator import attrgetter
+from types import MappingProxyType
+from typing import Any
+
+from advisor.parse.facts import Fact, Number
+from advisor.timeline.excerpt import started_mid_way
+from advisor.timeline.frames import (
+    ANSWERED,
+    FOREIGN,
+    NO_STAGE,
+    SERVING_LOOPS,
+    in_serving_loop,
+    stage_from_frames,
+    traceback_stages,
+)
+from advisor.timeline.kinds import (
+    FINISHED_KINDS,
+    KV_SIZING_KINDS,
+    LOGGED_KINDS,
+    PROGRESS_KINDS,
+    READY_KINDS,
+    RUN_MARKERS,
+    STAGE_STEP_KINDS,
+    STARTING_KINDS,
+    TRACEBACK_KINDS,
+)
+
+# The derived values of an event that moved nothing: one read-only mapping shared by all of them.
+NO_CHANGE: Mapping[str, float] = MappingProxyType({})
+
+
+@dataclass(slots=True)  # one per stats line of a long log: no per-instance dict
+class Event:
+    """A fact placed in time: the run phase when it happened and, for failures, the stage."""
+
+    fact: Fact
+    phase: str  # startup | runtime
+    stage: str = ""  # model_init | kv_sizing | graph_capture | server_start | serving | "" when unknown
+    frames: tuple[str, ...] = ()
+    derived: Mapping[str, float] = field(default_factory=lambda: NO_CHANGE)  # read-only: shared
+
+    @property
+    def kind(self) -> str:
+        return self.fact.kind
+
+    @property
+    def line(self) -> int:
+        return self.fact.line
+
+
+@dataclass
+class Run:
+    """One launch of vLLM: its facts from the first marker to the next launch."""
+
+    index: int
+    facts: list[Fact] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    # Read by place() in the pass that places the events: a packed fact builds its values on each read.
+    values: dict[str, Number] = field(default_factory=dict)  # the last value of each name
+    peak_running_reqs: Number | None = None  # the most requests an event shows running at once
+    vllm_version: str | None = None  # the last version the run states
+    backend: str | None = None  # the device vLLM runs on, as the lines name it first (cpu, cuda, xpu, ...)
+    progress_line: int | None = None  # the last line showing startup or serving: what fails after it ends the run
+
+    def kinds(self) -> set[str]:
+        return {f.kind for f in self.facts}
+
+    @property
+    def ready_line(self) -> int | None:
+        return next((f.line for f in self.facts if f.kind in READY_KINDS), None)
+
+    @property
+    def shutdown_line(self) -> int | None:
+        """The first sign of a stop: vLLM's shutdown, or the KeyboardInterrupt of the operator's Ctrl-C."""
+        return next(
+            (f.line for f in self.facts if f.kind == "shutdown" or (f.kind == "exception" and _interrupted(f))), None
+        )
+
+    def launch_args(self) -> dict[str, Any]:
+        return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})
+
+    def root_cause(self, before_line: int) -> str | None:
+        """The first exception logged in the run up to a line, as 'Type: message'."""
+        first = next((f for f in self.facts if f.kind == "exception" and f.line <= before_line), None)
+        # Without its full stop: the rules' sentences put their own after it.
+        return f"{first.text['type']}: {first.text.get('message', '')}".strip(": ").rstrip(".") if first else None
+
+
+def _interrupted(exception: Fact) -> bool:
+    return exception.text.get("type", "").endswith("KeyboardInterrupt")
+
+
+def split_runs(facts: Iterable[Fact]) -> list[Run]:
+    """Group facts into runs: a restart in the same file begins a new one."""
+    runs = [Run(0)]
+    seen: set[str] = set()  # kinds of the current run, kept as we go: Run.kinds() per fact was quadratic
+    current = runs[0].facts
+    for fact in facts:
+        kind = fact.kind
+        if kind in STARTING_KINDS and starts_new_run(seen, fact):  # the first test spares a call per fact
+            runs.append(Run(len(runs)))
+            current, seen = runs[-1].facts, set()
+        current.append(fact)
+        seen.add(kind)
+    for run in runs:
+        run.events = place(run)
+    return [run for run in runs if run.facts]
+
+
+def starts_new_run(kinds: set[str], fact: Fact) -> bool:
+    """Whether a fact begins a new launch, given the kinds of fact the current run has shown."""
+    finished = not kinds.isdisjoint(FINISHED_KINDS)
+    if fact.kind in RUN_MARKERS:
+        return finished or fact.kind in kinds
+    return fact.kind == "engine_config" and finished
+
+
+def place(run: Run) -> list[Event]:
+    """Give each fact of a run its phase and stage, joining tracebacks with their final exception;
+    note the run's last values, peak of running requests, backend and last progress on the way."""
+    facts = run.facts
+    # Facts from this line on happen at runtime; never ready: all runtime if the excerpt began after
+    # readiness, else all startup.
+    stage_of_line, open_frames = traceback_stages(facts)
+    runtime_from: float = (
+        run.ready_line
+        if run.ready_line is not None
+        else (-math.inf if started_mid_way(facts, stage_of_line) else math.inf)
+    )
+    weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
+    compile_lines = {f.line for f in facts if f.text.get("compiling")}
+    captured_late = _before_unfinished_capture(facts)
+    events: list[Event] = []
+    previous_stats: dict[tuple[str | None, Number | None], dict[str, Number]] = {}  # by process and engine
+    capturing = sized = False
+    last_values: dict[str, Number] = {}
+    peak = backend = progress = None
+    in_traceback: set[str | None] = set()  # the processes whose last fact was a line of a traceback
+    headers = _traceback_headers(facts)
+    for fact in facts:
+        kind, line, values = (
+            fact.kind,
+            fact.line,
+            fact.values,
+        )  # read once: a packed fact builds its values on each read
+        last_values.update(values)
+        if backend is None:
+            backend = fact.text.get("device")
+        if kind in PROGRESS_KINDS and not _stuck(kind, values):
+            progress = line
+        if kind in TRACEBACK_KINDS:
+            in_traceback.add(fact.process)
+            continue
+        if kind == "error_record" and (fact.process in in_traceback or id(fact) in headers):
+            continue  # a line of a traceback its logger call prints (a code line the paste unindented), or its header
+        in_traceback.discard(fact.process)
+        if kind in STAGE_STEP_KINDS:  # the other kinds leave both as they are
+            capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
+            sized = sized or kind in KV_SIZING_KINDS
+        stage, frames = stage_of_line.get(line, NO_STAGE)
+        if kind == "error_record" and "answered" in fact.text:
+            frames = (ANSWERED, *frames)  # a handler's own error record: one request's, answered
+        if stage == FOREIGN and kind == "exception":  # a script's own traceback: not vLLM failing
+            continue
+        # Its stage is already its frames' (or what it raised): only the serving loops' own frames are left to ask.
+        serving = stage == "serving" or not SERVING_LOOPS.isdisjoint(frames)
+        phase = "runtime" if line >= runtime_from or serving else "startup"
+        sized = sized or stage == "kv_sizing"  # an error raised while sizing: sizing had begun
+        if not stage:
+            compiling = capturing or id(fact) in captured_late or line in compile_lines
+            stage = _stage_from_context(line in weights_lines, phase, compiling, sized)
+        if kind == "stats":
+            engine = (fact.process, values.get("engine"))
+            events.append(Event(fact, phase, stage, frames, _stats_change(previous_stats.get(engine), values)))
+            previous_stats[engine] = values
+        else:
+            events.append(Event(fact, phase, stage, frames))
+        running = values.get("running_reqs")
+        if running is not None and (peak is None or running > peak):  # the first of equal peaks, as max() keeps
+            peak = running
+    run.values, run.peak_running_reqs, run.backend, run.progress_line = last_values, peak, backend, progress
+    run.vllm_version = next((f.text["vllm_version"] for f in reversed(facts) if f.text.get("vllm_version")), None)
+    # An excerpt cut inside a traceback, even right after its "Traceback (most recent call last):".
+    for process, cut_frames in open_frames.items():
+        last = max(f.line for f in facts if f.process == process)
+        level = next(f.level for f in reversed(facts) if f.process == process)
+        stub = Fact(kind="incomplete_traceback", line=last, process=process, level=level)
+        phase = "runtime" if last >= runtime_from or in_serving_loop(cut_frames) else "startup"
+        events.append(Event(stub, phase, stage_from_frames(tuple(cut_frames)), tuple(cut_frames)))
+    return sorted(events, key=attrgetter("fact.line"))
+
+
+def _traceback_headers(facts: list[Fact]) -> set[int]:
+    """The ids of the error records whose process's next fact is a traceback: the logger call's own words
+    before the traceback it prints ("WorkerProc hit an exception."), which the traceback speaks for."""
+    headers: set[int] = set()
+    last_record: dict[str | None, Fact] = {}
+    for fact in facts:
+        record = last_record.pop(fact.process, None)
+        if record is not None and fact.kind in LOGGED_KINDS:
+            headers.add(id(record))
+        if fact.kind == "error_record":
+            last_record[fact.process] = fact
+    return headers
+
+
+def _before_unfinished_capture(facts: list[Fact]) -> set[int]:
+    """The ids of the facts printed before another process's CUDA-graph capture that never finished.
+
+    Ray prints its workers' lines late, and folds repeats into one ("[repeated 7x across
+    cluster]"), so the driver's error can stand before the capture it happened in. A capture that
+    no "captured" or ready line follows was still under way when the run ended.
+    """
+    start = next((f for f in reversed(facts) if f.kind == "graph_capture_start" and f.process), None)
+    if start is None or any(f.kind in ("graph_captured", "ready") and f.line > start.line for f in facts):
+        return set()
+    return {id(f) for f in facts if f.line <= start.line and f.process != start.process}
+
+
+def _stage_from_context(creating_weights: bool, phase: str, capturing: bool, sized: bool) -> str:
+    if creating_weights:
+        return "model_init"
+    if phase == "runtime":
+        return "serving"
+    if capturing:
+        return "graph_capture"
+    return "kv_sizing" if sized else "model_init"
+
+
+def _stuck(kind: str, values: Mapping[str, Number]) -> bool:
+    """A stats line of requests waiting while none runs and nothing was processed: no progress."""
+    return (
+        kind == "stats"
+        and values.get("waiting_reqs", 0) > 0
+        and values.get("running_reqs") == 0
+        and values.get("prompt_throughput") == 0
+        and values.get("generation_throughput") == 0
+    )
+
+
+def _stats_change(before: dict[str, float] | None, after: dict[str, float]) -> Mapping[str, float]:
+    """How the scheduler queues moved since the previous stats line of the same engine (their values)."""
+    if before is None:
+        return NO_CHANGE
+    change = {}
+    # Only movements in the telling direction: a rise in running is not a "negative drop". A count
+    # the line did not print (cut short by a CR) is unknown, not zero: it moved nothing.
+    running_before, running_after = before.get("running_reqs"), after.get("running_reqs")
+    if running_before is not None and running_after is not None and running_before > running_after:
+        change["running_drop"] = running_before - running_after
+    waiting_before, waiting_after = before.get("waiting_reqs"), after.get("waiting_reqs")
+    if waiting_before is not None and waiting_after is not None and waiting_after > waiting_before:
+        change["waiting_rise"] = waiting_after - waiting_before
+    usage_before, usage_after = before.get("kv_cache_usage_pct"), after.get("kv_cache_usage_pct")
+    if usage_before is not None and usage_after is not None:
+        # A preemption frees the blocks it took: the cache was full on the line before, not after.
+        change["kv_usage_peak_pct"] = max(usage_before, usage_after)
+        if usage_after > usage_before:
+            change["kv_usage_rise"] = round(usage_after - usage_before, 1)
+    return change or NO_CHANGE
