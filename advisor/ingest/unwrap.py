@@ -48,7 +48,7 @@ WRAPPERS = {
     # (the date goes; the envelope grammar reads the rest)
     "pid_columns": re.compile(
         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? "
-        r"(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ \[[\w.\-]+\.py:\d+\])"
+        r"(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ \[[\w.\-/]+\.py:\d+\])"
     ),
     "columns": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| *[A-Z]+ *\| [^|]{1,120}?(?: \| | - )"),
     # Log viewers' exports: the time, then tab-separated columns (Anyscale's "worker<TAB><TAB>host<TAB>")
@@ -83,7 +83,7 @@ CARET_CR = "^M"
 # Markdown quote, a shipper's columns), the prefix goes; glued to a progress bar, it stays.
 EMBEDDED_RECORD = re.compile(
     r"(?:\([A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+(?:, ip=[^)]*)?\) )?"
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? \[?[\w.\-]+\.py:\d+\]"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? \[?[\w.\-/]+\.py:\d+\]"
 )
 # A head before a vLLM record longer than this is no prefix (stern's pod and container, a gutter) but
 # a message a paste glued before the record: it is kept, not cut.

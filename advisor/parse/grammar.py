@@ -294,9 +294,16 @@ def answered_at() -> frozenset[str]:
     return frozenset(_stages_json()["answered_at"])
 
 
+@cache
+def one_request_at() -> frozenset[str]:
+    """The "file.py:line" of each error-level logger call on the API server's request path (its handlers, the
+    tool-call and reasoning parsers): what it logs is one request's error (advisor/stages.json)."""
+    return frozenset(_stages_json()["one_request_at"])
+
+
 # A line whose facts depend on the digits of its [file:line] (logged_stage): an error-level record
 # with a source. Digit-uniform, for advisor.fast.templates, which parses such lines every time.
-LOCATED_ERROR = re.compile(r"(?:ERROR|CRITICAL) [^\[\]]{0,40}?\[?[\w.\-]+\.py:\d+\]")
+LOCATED_ERROR = re.compile(r"(?:ERROR|CRITICAL) [^\[\]]{0,40}?\[?[\w.\-/]+\.py:\d+\]")
 
 
 def logged_stage(envelope: Envelope) -> str:
@@ -321,6 +328,11 @@ def logged_answered(envelope: Envelope) -> bool:
     return envelope.source is not None and envelope.level == ERROR and envelope.source in answered_at()
 
 
+def logged_for_one_request(envelope: Envelope) -> bool:
+    """Whether an error record was logged on the API server's request path: one request's error."""
+    return envelope.source is not None and envelope.level == ERROR and envelope.source in one_request_at()
+
+
 def may_state_facts(text: str) -> bool:
     """Whether a line can state a fact: it holds an anchor, or it may be an error-level record."""
     return CRITICAL in text or ERROR in text or find_anchor(text) is not None
@@ -336,6 +348,7 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
     envelope = split_envelope(text, parse)
     logged_in = logged_stage(envelope)
     answered = logged_answered(envelope)
+    one_request = logged_for_one_request(envelope)
     request = names_a_request(envelope)
     facts: list[Fact] = []
     for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
@@ -345,6 +358,8 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
             words = {**words, "request": "named"}
         if answered:
             words = {**words, "answered": "yes"}
+        if one_request:
+            words = {**words, "one_request": "yes"}
         facts.append(
             Fact(
                 kind=kind,
@@ -370,6 +385,8 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
             words["logged_in"] = logged_in
         if answered:
             words["answered"] = "yes"
+        if one_request:
+            words["one_request"] = "yes"
         facts.append(Fact(kind="error_record", line=line, text=words, process=envelope.process, level=ERROR))
     return facts
 

@@ -69,7 +69,7 @@ Parts = dict[str, Any]
 # A frame in vLLM's package: ".../site-packages/vllm/engine/llm_engine.py" (not a script "vllm_cli.py"), or
 # in a platform plugin's, whose workers and model runners subclass vLLM's and keep their functions' names;
 # a path the poster cut to the package ("vllm/v1/worker/gpu_worker.py") too.
-VLLM_PATH = re.compile(r"(?:^|[/\\])vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
+VLLM_PATH = re.compile(r"(?:^|(?<=[/\\]))vllm(?:_ascend|_gaudi|_omni|_metal|_spyre|_rbln|_kunlun|_mlu|_musa)?[/\\]")
 # The `vllm` command's own script (".../bin/vllm"), which pip writes to call vLLM's CLI: vLLM's process.
 CONSOLE_SCRIPT = re.compile(r"[/\\]bin[/\\]vllm$")
 
@@ -180,6 +180,9 @@ class ToFacts(Transformer[Token, Parts]):
         index, total, *held, free = _numbers(c)
         allocated = {"allocated_gib": held[0]} if held else {}
         return {"gpu_index": index, "total_gpu_gib": total, **allocated, "free_gpu_gib": free}
+
+    def oom_reserved(self, c: Children) -> Parts:
+        return _named(("gpu_index", "total_gpu_gib", "allocated_gib"), c)
 
     def profile_pair(self, c: Children) -> Parts:
         name = PROFILE_FACTS.get(str(c[0]))
@@ -454,7 +457,8 @@ class ToFacts(Transformer[Token, Parts]):
         # IPython names the method with its class and arguments: "ExecutorBase.__init__(self, ...)".
         text = {"function": (_token(c, "FUNC") or "").split("(")[0].rsplit(".", 1)[-1]}
         path = _token(c, "PATH") or _token(c, "A_IPYTHON_FILE") or _token(c, "A_COLAB_FILE") or ""
-        if inside := VLLM_PATH.search(path):
+        # The package's last folder of that name: a source checkout is often itself named vllm ("/opt/vllm/vllm/").
+        if inside := next(reversed(list(VLLM_PATH.finditer(path))), None):
             text["package"] = "vllm"  # the frame runs vLLM's own code
             text["module"] = path[inside.end() :].replace("\\", "/")  # v1/worker/gpu_worker.py
         elif CONSOLE_SCRIPT.search(path):

@@ -23,7 +23,9 @@ LEVELLED = re.compile(
 )
 OTHER_RECORD = re.compile(
     r"INFO: +\S+ - \"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) "
-    r"/(?:v1/|health|metrics|tokenize|detokenize|ping|version|load|pooling|score|rerank|invocations)"
+    r"/(?:v1/|health|metrics|tokenize|detokenize|ping|version|load|pooling|score|rerank|invocations"
+    # TRL's `vllm-serve`, a vLLM server for a trainer's rollouts, syncing the trainer's weights into it
+    r"|update_named_param|batch_update_named_params|init_communicator|close_communicator|get_world_size)"
     # the process tags vLLM's own processes print before their lines, whatever follows
     r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*"
     r"(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"

@@ -16,7 +16,7 @@ from advisor.plan.model import ModelShape
 from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
-from advisor.timeline.frames import ANSWERED
+from advisor.timeline.frames import ANSWERED, ONE_REQUEST, SERVING_LOOPS
 from advisor.timeline.runs import Event, Run
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,8 @@ class RunContext:
         names["stage"] = event.stage
         names["frames"] = list(event.frames)
         names["answered"] = ANSWERED in event.frames
+        # Unless the engine's own loop raised it (its output handler), seen through that request's stream.
+        names["one_request"] = ONE_REQUEST in event.frames and SERVING_LOOPS.isdisjoint(event.frames)
         names["exception"] = text.get("type", "")
         names["root_cause"] = self.root_cause if line >= self.root_cause_from else None
         names["shutting_down"] = line >= self.shutdown_from

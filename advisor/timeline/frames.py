@@ -38,6 +38,8 @@ FOREIGN_FRAME = "~"
 LOGGED_IN = "@"
 # Beside it, when that call is a request handler's that answers the client with the error and goes on.
 ANSWERED = "!answered"
+# Beside it, when that call is on the API server's request path: one request's error, whatever it answers.
+ONE_REQUEST = "!one_request"
 # Other packages' frames that name a stage, as a traceback's foreign frames are marked.
 FOREIGN_STAGE_FRAMES = {FOREIGN_FRAME + name: stage for name, stage in FOREIGN_STAGES.items()}
 # The serving loops: a traceback that runs through one happened while serving, whatever it says
@@ -56,6 +58,9 @@ SERVING_LOOPS = {
 # execute_model (its profile_run calls _dummy_run), and V0's workers and executors run it for the engine's
 # step; only V0's model runners run it from profile_run too (read in 0.5.4, 0.6.3 and 0.10.1).
 SERVING_STEP_MODULE = re.compile(r"^v1/|^(?!.*model_runner)")
+# V1's queue of a request's outputs re-raises the error the engine's output handler put in it when the
+# engine failed ("raise output"): that handler's frame, seen through the request's stream.
+ENGINE_ERROR_RERAISED = ("v1/engine/output_processor.py", "get")
 # V1's executor names the method its workers did not answer in time (multiproc_executor.collective_rpc:
 # f"RPC call to {method} timed out."), from whatever frame called it.
 RPC_TIMED_OUT = re.compile(r"RPC call to (\w+) timed out")
@@ -103,7 +108,7 @@ def traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str,
         if kind in LOGGED_KINDS and (logged := _logger_frames(fact)):
             # The logger call that printed it is the traceback's outermost known place.
             frames_so_far = open_frames.setdefault(process, [])
-            if not frames_so_far or not frames_so_far[0].startswith((LOGGED_IN, ANSWERED)):
+            if not frames_so_far or not frames_so_far[0].startswith((LOGGED_IN, ANSWERED, ONE_REQUEST)):
                 frames_so_far[:0] = logged
         if kind in ("frame", "serving_call"):  # an excerpt may start inside a traceback
             _append_frame(open_frames.setdefault(process, []), frame_name(fact))
@@ -155,11 +160,15 @@ def _script_process(process: str | None) -> bool:
 
 
 def _logger_frames(fact: Fact) -> list[str]:
-    """The pseudo-frames of the logger call that printed a traceback's line: its stage, and whether it
-    answers the request (see ANSWERED)."""
+    """The pseudo-frames of the logger call that printed a traceback's line: its marks and its stage."""
     text = fact.text
-    frames = [LOGGED_IN + text["logged_in"]] if "logged_in" in text else []
-    return [ANSWERED, *frames] if "answered" in text else frames
+    return [*logger_marks(fact), *([LOGGED_IN + text["logged_in"]] if "logged_in" in text else [])]
+
+
+def logger_marks(fact: Fact) -> list[str]:
+    """Whether the logger call that printed a record answers the request (ANSWERED) and whether it is on
+    the API server's request path (ONE_REQUEST)."""
+    return [mark for mark, key in ((ANSWERED, "answered"), (ONE_REQUEST, "one_request")) if key in fact.text]
 
 
 def frame_name(fact: Fact) -> str:
@@ -168,6 +177,8 @@ def frame_name(fact: Fact) -> str:
     function = text.get("function", "")
     if function in SERVING_RPCS and SERVING_STEP_MODULE.match(text.get("module", "model_runner")):
         return LOGGED_IN + "serving"
+    if (text.get("module"), function) == ENGINE_ERROR_RERAISED:
+        return "output_handler"
     return function if fact.kind == "serving_call" or text.get("package") == "vllm" else FOREIGN_FRAME + function
 
 

@@ -12,11 +12,11 @@ from typing import Any
 from advisor.parse.facts import Fact, Number
 from advisor.timeline.excerpt import started_mid_way
 from advisor.timeline.frames import (
-    ANSWERED,
     FOREIGN,
     NO_STAGE,
     SERVING_LOOPS,
     in_serving_loop,
+    logger_marks,
     stage_from_frames,
     traceback_stages,
 )
@@ -165,8 +165,8 @@ def place(run: Run) -> list[Event]:
             capturing = (capturing or kind == "graph_capture_start") and kind not in ("graph_captured", "ready")
             sized = sized or kind in KV_SIZING_KINDS
         stage, frames = stage_of_line.get(line, NO_STAGE)
-        if kind == "error_record" and "answered" in fact.text:
-            frames = (ANSWERED, *frames)  # a handler's own error record: one request's, answered
+        if kind == "error_record":  # a handler's own error record: one request's (answered, or not)
+            frames = (*logger_marks(fact), *frames)
         if stage == FOREIGN and kind == "exception":  # a script's own traceback: not vLLM failing
             continue
         # Its stage is already its frames' (or what it raised): only the serving loops' own frames are left to ask.

@@ -86,6 +86,7 @@ KNOWN_WRONG: dict[str, str] = {
     "25012": "a ROCm fault among AITER's kernel loads in warm-up, no start-up step read: the prior says serving",
     "25108": "the poster put the error between two pastes of the command, the second start's lines after it",
     "25110": "NeMo-RL's own placement-group retries, with no vLLM line: not a vLLM log",
+    "26106": "Ray's memory monitor killed the engines; their one record, a prefix-cache reset, is no serving sign",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -123,6 +124,9 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "24119": "the excerpt's last OOM line is cut inside 'of which ... is free': its total is not read in part",
     "25101": "the utilization is on a backslash-continued row of the pasted command, which is not read",
     "25114": "max_model_len is only inside a config error's words",
+    "26101": "the utilization and length are on backslash-continued rows of the pasted command, which are not read",
+    "26107": "the total is in verl's own offload lines ('66.48 GB / 79.10 GB'), which the grammar does not read",
+    "26209": "max_model_len is only in the notebook cell's code that Jupyter's traceback quotes",
 }
 
 

@@ -85,6 +85,27 @@ def test_an_error_record_s_words_place_it_where_its_function_cannot():
     }
 
 
+def test_an_error_on_the_request_path_is_one_request_s_and_a_parser_answers_no_error():
+    tool = extract_tool()
+    graph = {"create_chat_completion": ["chat_completion_full_generator"], "chat_completion_full_generator": []}
+
+    def message(call: str, file: str, function: str, line: int, answered: bool = False) -> dict:
+        return {"call": call, "file": file, "function": function, "lines": [[line, line]], "answered": answered}
+
+    messages = [
+        # the handler goes on with a plain completion: one request's error
+        message("logger.error", "vllm/entrypoints/openai/serving_chat.py", "chat_completion_full_generator", 898),
+        # a tool parser returns the model's text as content when it cannot parse it: answered, no error sent
+        message("logger.exception", "vllm/tool_parsers/hermes_tool_parser.py", "extract_tool_calls", 148, True),
+        # the server giving up, and the engine client's own error, are not one request's
+        message("logger.critical", "vllm/entrypoints/openai/serving_chat.py", "chat_completion_full_generator", 900),
+        message("logger.error", "vllm/v1/engine/async_llm.py", "create_chat_completion", 704),
+    ]
+    release = {"0.8.5": (graph, messages)}
+    assert tool.one_request_at(release) == ["hermes_tool_parser.py:148", "serving_chat.py:898"]
+    assert tool.answered_at({"0.8.5": messages}) == []
+
+
 def staged_tracebacks():
     for folder in (CORPUS, WILD):
         for case in corpus_cases(folder):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -180,6 +181,36 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
     }
 
 
+# Where the API server handles one request: its OpenAI handlers, and the parsers of a model's tool
+# calls and reasoning that they run on its output. An error logged there is that request's: the server
+# goes on (an engine that died says so in words of its own, EngineDeadError).
+REQUEST_FILES = re.compile(r"vllm/(?:entrypoints/openai|tool_parsers|reasoning)/")
+# The parsers' own functions: what they cannot parse goes back to the client as text, not as an error.
+OUTPUT_PARSERS = re.compile(r"_?extract_(?:tool_calls|reasoning)")
+# The error-level calls that report one request's error (CRITICAL: the server gives up).
+REQUEST_ERROR_CALLS = ERROR_CALLS - {"logger.critical"}
+
+
+def one_request_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -> list[str]:
+    """The "file.py:line" places of the error-level logger calls of the API server's request path (see
+    REQUEST_FILES) in functions that run while serving: what they log is one request's error. Kept where
+    every release with a call on that place agrees."""
+    votes: dict[str, set[bool]] = defaultdict(set)
+    for graph, messages in per_release.values():
+        release = stages_of_release(graph)
+        for message in messages:
+            if message["call"] not in ERROR_CALLS:
+                continue
+            function = message["function"]
+            serving = release.get(function) == {"serving"} or OUTPUT_PARSERS.match(function) is not None
+            request = message["call"] in REQUEST_ERROR_CALLS and bool(REQUEST_FILES.search(message["file"]))
+            name = message["file"].rsplit("/", 1)[-1]
+            for first, last in message["lines"]:
+                for line in range(first, last + 1):
+                    votes[f"{name}:{line}"].add(request and serving)
+    return sorted(place for place, request in votes.items() if request == {True})
+
+
 def answered_at(per_release: dict[str, list[dict]]) -> list[str]:
     """The "file.py:line" places of `logger.exception` calls in an `except` block that returns and
     never raises (a request handler answering with an error response): the traceback they log is one
@@ -188,7 +219,8 @@ def answered_at(per_release: dict[str, list[dict]]) -> list[str]:
     votes: dict[str, set[bool]] = defaultdict(set)
     for messages in per_release.values():
         for message in messages:
-            if message["call"] == "logger.exception":
+            # A parser that cannot parse the model's output answers with it as text, not with an error.
+            if message["call"] == "logger.exception" and not OUTPUT_PARSERS.match(message["function"]):
                 name = message["file"].rsplit("/", 1)[-1]
                 for first, last in message["lines"]:
                     for line in range(first, last + 1):
@@ -210,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     by_stage, counts = build(per_release)
     places = logged_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
     answered = answered_at({v: cached(v) or [] for v in per_release})
+    one_request = one_request_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
     document = {
         "about": "vLLM's functions by the stage they run in, from each release's calls (tools/stages/extract.py)",
         "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
@@ -217,10 +250,11 @@ def main(argv: list[str] | None = None) -> int:
         "stages": by_stage,
         "logged_at": places,
         "answered_at": answered,
+        "one_request_at": one_request,
     }
     STAGES_JSON.write_text(json.dumps(document, indent=1) + "\n")
     sizes = ", ".join(f"{stage} {len(names)}" for stage, names in by_stage.items())
-    placed = f"error records placed: {len(places)}, answered: {len(answered)}"
+    placed = f"error records placed: {len(places)}, answered: {len(answered)}, one request's: {len(one_request)}"
     print(f"{len(per_release)} releases; functions by stage: {sizes}; {placed}")
     return 0
 
