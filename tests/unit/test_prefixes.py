@@ -17,13 +17,13 @@ PREFIXES = {
 }
 # Logs whose prefixed form reads otherwise: no anchor before which the prefix could be learned
 # (an unleveled exception alone, a terminal-wrapped message, IPython's own traceback format, a rendered
-# quote's bar, which is read only at a line's start, uvicorn's access lines before a cut record).
+# quote's bar or a pasted launch command, which are read only at a line's start, uvicorn's access lines
+# before a cut record).
 UNLEARNABLE = {
     "025",
     "315",
     "2057",
     "4003",
-    "4026",
     "6012",
     "6056",
     "7046",
@@ -32,11 +32,11 @@ UNLEARNABLE = {
     "10048",
     "11027",
     "12054",
+    "14118",
     "15069",
     "15074",
     "18012",
     "18308",
-    "19112",
     "21016",
     "23108",
     "24013",
