@@ -82,7 +82,7 @@ CARET_CR = "^M"
 # "ERROR 06-22 20:16:34 core.py:52] ": found after a prefix no wrapper above names and a space (a
 # Markdown quote, a shipper's columns), the prefix goes; glued to a progress bar, it stays.
 EMBEDDED_RECORD = re.compile(
-    r"(?:\([A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+(?:, ip=[^)]*)?\) )?"
+    r"(?:\([A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)? pid=\d+(?:, ip=[^)]*)?\) )?"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? \[?[\w.\-/]+\.py:\d+\]"
 )
 # A head before a vLLM record longer than this is no prefix (stern's pod and container, a gutter) but
@@ -91,7 +91,8 @@ MAX_UNNAMED_PREFIX = 160
 # A line that begins with its own envelope already (a process tag, its "(" sometimes cut off as
 # pasted, a rank tag, a level).
 ENVELOPE_START = re.compile(
-    r"\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |[A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
+    r"\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"|[A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)? pid=\d+"
 )
 
 

@@ -48,6 +48,18 @@ OPERATOR_SIGNALS = {"TERM", "INT"}
 OPERATOR_EXIT_CODES = {130, 143}
 # The signal behind each of a shell's reports of a program it ran dying.
 SHELL_SIGNALS = {"Killed": "KILL", "Aborted": "ABRT", "Segmentation fault": "SEGV", "Bus error": "BUS"}
+# ... and as a crashing process names them itself ("*** SIGSEGV received", "Fatal Python error: Aborted").
+CRASH_SIGNALS = {
+    "SEGV": "SEGV",
+    "Segmentation": "SEGV",
+    "ABRT": "ABRT",
+    "Aborted": "ABRT",
+    "BUS": "BUS",
+    "Bus error": "BUS",
+    "FPE": "FPE",
+    "Floating": "FPE",
+    "ILL": "ILL",
+}
 # What the stats lines report of the moment, rather than of the run's configuration.
 STATE_NAMES = frozenset(STAT_FACTS.values()) | {"engine"}
 PROFILE_FACTS = {
@@ -383,6 +395,9 @@ class ToFacts(Transformer[Token, Parts]):
             return {"values": values, "text": {"outcome": "failed", "reason": "Ray worker died"}}
         if _token(c, "A_RESOURCE_TRACKER_EXIT"):
             return {"text": {"outcome": "ended", "reason": REASON_UNSAID}}
+        if crash := _token(c, "A_CRASH_SIGNAL"):
+            signal = next(name for word, name in CRASH_SIGNALS.items() if word in crash)
+            return {"text": {"outcome": "failed", "signal": signal, "reason": "killed by a signal"}}
         if death := _token(c, "A_SHELL_SIGNAL_DEATH"):
             signal = next(name for word, name in SHELL_SIGNALS.items() if word in death)
             return {"values": values, "text": {"outcome": "failed", "signal": signal, "reason": "killed by a signal"}}

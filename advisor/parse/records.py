@@ -28,7 +28,7 @@ OTHER_RECORD = re.compile(
     r"|update_named_param|batch_update_named_params|init_communicator|close_communicator|get_world_size)"
     # the process tags vLLM's own processes print before their lines, whatever follows
     r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*"
-    r"(?: rank=\d+| [A-Z]{2}\d+)? pid=\d+"
+    r"(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)? pid=\d+"
     # vLLM's loggers under a host's own format (Xinference's "%(name)s %(process)d %(levelname)s", Python's
     # default "%(levelname)s:%(name)s:"): a logger named for a module of vLLM's package
     r"|(?P<logger>\bvllm(?:\.\w+)+)(?: +\d+)? +(?P<logger_level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\b"

@@ -14,6 +14,9 @@ LOGGED_KINDS = TRACEBACK_KINDS | {"exception"}
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over: a server that got ready, or one already serving (online or offline).
 READY_KINDS = {"ready", "stats", "offline_progress"}
+# A request the server answered (with an HTTP error) or took in: it had got ready, unless its start had
+# failed before (a wrapper's own server answers while vLLM starts, Xinference's 503s).
+ANSWERING_KINDS = {"http_error", "request_added"}
 # Signs that requests were being served, for excerpts that start after readiness.
 SERVING_KINDS = {
     "stats",

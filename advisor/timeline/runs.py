@@ -21,6 +21,7 @@ from advisor.timeline.frames import (
     traceback_stages,
 )
 from advisor.timeline.kinds import (
+    ANSWERING_KINDS,
     FINISHED_KINDS,
     KV_SIZING_KINDS,
     LOGGED_KINDS,
@@ -74,7 +75,12 @@ class Run:
 
     @property
     def ready_line(self) -> int | None:
-        return next((f.line for f in self.facts if f.kind in READY_KINDS), None)
+        failed = False
+        for fact in self.facts:
+            if fact.kind in READY_KINDS or (fact.kind in ANSWERING_KINDS and not failed):
+                return fact.line
+            failed = failed or fact.kind == "engine_start_failed"
+        return None
 
     @property
     def shutdown_line(self) -> int | None:

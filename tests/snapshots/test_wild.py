@@ -87,6 +87,7 @@ KNOWN_WRONG: dict[str, str] = {
     "25108": "the poster put the error between two pastes of the command, the second start's lines after it",
     "25110": "NeMo-RL's own placement-group retries, with no vLLM line: not a vLLM log",
     "26106": "Ray's memory monitor killed the engines; their one record, a prefix-cache reset, is no serving sign",
+    "27214": "KServe's own 'Failed to start model server' with no vLLM line: not read as a vLLM log",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -127,6 +128,8 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "26101": "the utilization and length are on backslash-continued rows of the pasted command, which are not read",
     "26107": "the total is in verl's own offload lines ('66.48 GB / 79.10 GB'), which the grammar does not read",
     "26209": "max_model_len is only in the notebook cell's code that Jupyter's traceback quotes",
+    "27006": "a stats line hard-wrapped at 84 columns whose second row the excerpt cuts at 'Wait': not read in part",
+    "27103": "the utilization is on a backslash-continued row of the pasted command, which is not read",
 }
 
 

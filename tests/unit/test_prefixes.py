@@ -43,6 +43,7 @@ UNLEARNABLE = {
     "25104",
     "26006",
     "26209",
+    "27210",
 }
 LOGS = [
     pytest.param(
