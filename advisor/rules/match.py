@@ -81,7 +81,7 @@ class RunContext:
             previous = fact
         progress_line = run.progress_line
         self.progress_until = -math.inf if progress_line is None else progress_line
-        self.names["became_ready"] = run.ready_line is not None
+        self.names["became_ready"] = run.ready_line is not None or run.served_line is not None
         self.names["backend"] = run.backend
 
     def own_names(self, event: Event) -> dict[str, Any]:

@@ -48,9 +48,9 @@ def started_mid_way(facts: list[Fact], stage_of_line: Mapping[int, tuple[str, tu
 
 
 def _dies_mostly_serving(fact: Fact, early_collective: bool) -> bool:
-    """A GPU's fault (an illegal memory access, ROCm's memory access fault: 13 of the 19 in the corpora
+    """A GPU's fault (an illegal memory access, ROCm's memory access fault: 15 of the 22 in the corpora
     were serving; Ascend's inner errors are start-up's more often), or PyTorch's NCCL watchdog aborting
-    the process (13 of 16)."""
+    the process (15 of 20)."""
     watchdog = fact.kind == "nccl_error" and fact.text.get("by") == "watchdog"
     gpu_fault = fact.kind == "device_fault" and fact.text.get("device") != "npu"
     return gpu_fault or (watchdog and not early_collective)

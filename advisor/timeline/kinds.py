@@ -14,9 +14,10 @@ LOGGED_KINDS = TRACEBACK_KINDS | {"exception"}
 FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over: a server that got ready, or one already serving (online or offline).
 READY_KINDS = {"ready", "stats", "offline_progress"}
-# A request the server answered (with an HTTP error) or took in: it had got ready, unless its start had
-# failed before (a wrapper's own server answers while vLLM starts, Xinference's 503s).
-ANSWERING_KINDS = {"http_error", "request_added"}
+# Signs that the server had got ready before them, unless its start had failed before (a wrapper's own
+# server answers while vLLM starts, Xinference's 503s): a request it answered (with an HTTP error) or took
+# in, an engine dead to its requests, a serving loop that failed, uvicorn shutting down the app it started.
+SERVED_KINDS = {"http_error", "request_added", "engine_dead", "engine_loop_failed", "app_shutdown"}
 # Signs that requests were being served, for excerpts that start after readiness.
 SERVING_KINDS = {
     "stats",

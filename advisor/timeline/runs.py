@@ -21,13 +21,13 @@ from advisor.timeline.frames import (
     traceback_stages,
 )
 from advisor.timeline.kinds import (
-    ANSWERING_KINDS,
     FINISHED_KINDS,
     KV_SIZING_KINDS,
     LOGGED_KINDS,
     PROGRESS_KINDS,
     READY_KINDS,
     RUN_MARKERS,
+    SERVED_KINDS,
     STAGE_STEP_KINDS,
     STARTING_KINDS,
     TRACEBACK_KINDS,
@@ -75,11 +75,16 @@ class Run:
 
     @property
     def ready_line(self) -> int | None:
-        failed = False
+        return next((f.line for f in self.facts if f.kind in READY_KINDS), None)
+
+    @property
+    def served_line(self) -> int | None:
+        """The first sign that the server had got ready before it (SERVED_KINDS), if its start did not fail first."""
         for fact in self.facts:
-            if fact.kind in READY_KINDS or (fact.kind in ANSWERING_KINDS and not failed):
+            if fact.kind == "engine_start_failed":
+                return None
+            if fact.kind in SERVED_KINDS:
                 return fact.line
-            failed = failed or fact.kind == "engine_start_failed"
         return None
 
     @property
@@ -133,13 +138,16 @@ def place(run: Run) -> list[Event]:
     note the run's last values, peak of running requests, backend and last progress on the way."""
     facts = run.facts
     # Facts from this line on happen at runtime; never ready: all runtime if the excerpt began after
-    # readiness, else all startup.
+    # readiness, else runtime from the first sign that it had got ready (a request it answered), else
+    # all startup.
     stage_of_line, open_frames = traceback_stages(facts)
-    runtime_from: float = (
-        run.ready_line
-        if run.ready_line is not None
-        else (-math.inf if started_mid_way(facts, stage_of_line) else math.inf)
-    )
+    runtime_from: float
+    if run.ready_line is not None:
+        runtime_from = run.ready_line
+    elif started_mid_way(facts, stage_of_line):
+        runtime_from = -math.inf
+    else:
+        runtime_from = math.inf if (served := run.served_line) is None else served
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
     compile_lines = {f.line for f in facts if f.text.get("compiling")}
     captured_late = _before_unfinished_capture(facts)
