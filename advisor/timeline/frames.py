@@ -166,8 +166,8 @@ def _logger_frames(fact: Fact) -> list[str]:
 
 
 def logger_marks(fact: Fact) -> list[str]:
-    """Whether the logger call that printed a record answers the request (ANSWERED) and whether it is on
-    the API server's request path (ONE_REQUEST)."""
+    """The marks of the logger call that printed a record: it answers the request (ANSWERED), it is on the
+    API server's request path (ONE_REQUEST)."""
     return [mark for mark, key in ((ANSWERED, "answered"), (ONE_REQUEST, "one_request")) if key in fact.text]
 
 
