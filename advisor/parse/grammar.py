@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -449,15 +449,21 @@ def messages(
         if kind == "stats" and not body.rstrip().endswith(STATS_END):
             yield CUT, {}, {}, {}  # every stats line ends on a percentage: a terminal wrapped this one
         if rest is None:
-            # A wrap may have cut its last number: "... length is 1" of "15488" (not a typed command's flag).
-            if body[-1:].isdigit() and kind != "launch_command":
+            if _goes_on(kind, words, body):
                 yield CUT, {}, {}, {}
-            elif kind == "frame" and words.get("function") not in staged_functions():
-                yield CUT, {}, {}, {}  # or its function's name: "output_hand" of "output_handler"
             return
         position = len(body) - len(rest)  # REST is the suffix of the body after this message
     if ends_inside_words(body):
         yield CUT, {}, {}, {}
+
+
+def _goes_on(kind: str, words: Mapping[str, str], body: str) -> bool:
+    """Whether a message that runs to its line's end may go on in the next line: a wrap may have cut its
+    last number ("... length is 1" of "15488") or its frame's function ("output_hand" of "output_handler");
+    a typed command goes on where a trailing backslash says so (its flags end in whole numbers)."""
+    if kind == "launch_command":
+        return body.rstrip().endswith("\\")
+    return body[-1:].isdigit() or (kind == "frame" and words.get("function") not in staged_functions())
 
 
 # A line that ends inside a message's words ends on at least this much of them, a whole word

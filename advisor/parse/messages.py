@@ -22,6 +22,8 @@ ARG_FACTS = {
     "swap_space": "swap_space_gib",
     "block_size": "block_size",
 }
+# A backslash that continues a command on the next row, joined to it (and that row's "> " prompt).
+CONTINUED_ROW = re.compile(r"\\\s*(?:>\s+)?")
 # vLLM's short flags for the arguments above.
 SHORT_FLAGS = {"-tp": "tensor_parallel_size", "-pp": "pipeline_parallel_size"}
 CONFIG_FACTS = {
@@ -505,6 +507,8 @@ class ToFacts(Transformer[Token, Parts]):
 def _flag_values(command: str) -> dict[str, Number]:
     """The numbers a command line's flags set, as launch-argument facts: "--max-model-len 8192" (or
     "--max-model-len=8192"), vLLM's short "-tp 2"."""
+    # Rows a backslash continued, read on into (their shell's "> " prompt too): one command line.
+    command = CONTINUED_ROW.sub(" ", command)
     try:
         words = shlex.split(command)
     except ValueError:  # an unclosed quote: a paste cut mid-command

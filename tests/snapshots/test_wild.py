@@ -123,13 +123,11 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "23108": "vllm-metal's own KV budget error ('metal_limit=14.30GB, ...'), whose numbers the grammar does not read",
     "24113": "max_model_len is in an error inside Google Cloud Logging's JSON entries, which are not unwrapped",
     "24119": "the excerpt's last OOM line is cut inside 'of which ... is free': its total is not read in part",
-    "25101": "the utilization is on a backslash-continued row of the pasted command, which is not read",
     "25114": "max_model_len is only inside a config error's words",
-    "26101": "the utilization and length are on backslash-continued rows of the pasted command, which are not read",
+    "26101": "a command is read on into eight rows only; argparse's abbreviated --gpu-memory-util is not read",
     "26107": "the total is in verl's own offload lines ('66.48 GB / 79.10 GB'), which the grammar does not read",
     "26209": "max_model_len is only in the notebook cell's code that Jupyter's traceback quotes",
     "27006": "a stats line hard-wrapped at 84 columns whose second row the excerpt cuts at 'Wait': not read in part",
-    "27103": "the utilization is on a backslash-continued row of the pasted command, which is not read",
 }
 
 
