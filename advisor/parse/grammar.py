@@ -287,18 +287,16 @@ def logged_at() -> dict[str, str]:
     return logged
 
 
-@cache
-def answered_at() -> frozenset[str]:
-    """The "file.py:line" of each `logger.exception` call in an `except` block that returns: a request
-    handler logging the traceback of the error it answers the client with (advisor/stages.json)."""
-    return frozenset(_stages_json()["answered_at"])
+# The words an error record's [file:line] gives it, by the list of places in advisor/stages.json:
+# "answered", a `logger.exception` call in an `except` block that returns (a request handler logging the
+# traceback of the error it answers the client with); "one_request", an error-level call on the API
+# server's request path (its handlers, the tool-call and reasoning parsers): one request's error.
+PLACED_WORDS = {"answered": "answered_at", "one_request": "one_request_at"}
 
 
 @cache
-def one_request_at() -> frozenset[str]:
-    """The "file.py:line" of each error-level logger call on the API server's request path (its handlers, the
-    tool-call and reasoning parsers): what it logs is one request's error (advisor/stages.json)."""
-    return frozenset(_stages_json()["one_request_at"])
+def _places(name: str) -> frozenset[str]:
+    return frozenset(_stages_json()[name])
 
 
 # A line whose facts depend on the digits of its [file:line] (logged_stage): an error-level record
@@ -323,14 +321,11 @@ def names_a_request(envelope: Envelope) -> bool:
     return envelope.level in (ERROR, CRITICAL) and "cmpl-" in envelope.body and bool(REQUEST_ID.search(envelope.body))
 
 
-def logged_answered(envelope: Envelope) -> bool:
-    """Whether an error record was logged by a handler that answers the request and goes on."""
-    return envelope.source is not None and envelope.level == ERROR and envelope.source in answered_at()
-
-
-def logged_for_one_request(envelope: Envelope) -> bool:
-    """Whether an error record was logged on the API server's request path: one request's error."""
-    return envelope.source is not None and envelope.level == ERROR and envelope.source in one_request_at()
+def placed_words(envelope: Envelope) -> dict[str, str]:
+    """The words an error record's [file:line] gives it (see PLACED_WORDS)."""
+    if envelope.source is None or envelope.level != ERROR:
+        return {}
+    return {word: "yes" for word, places in PLACED_WORDS.items() if envelope.source in _places(places)}
 
 
 def may_state_facts(text: str) -> bool:
@@ -347,8 +342,7 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
         return []
     envelope = split_envelope(text, parse)
     logged_in = logged_stage(envelope)
-    answered = logged_answered(envelope)
-    one_request = logged_for_one_request(envelope)
+    placed = placed_words(envelope)
     request = names_a_request(envelope)
     facts: list[Fact] = []
     for kind, values, words, args in messages(joined_fragments(envelope.body), parse):
@@ -356,10 +350,8 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
             words = {**words, "logged_in": logged_in}
         if request:
             words = {**words, "request": "named"}
-        if answered:
-            words = {**words, "answered": "yes"}
-        if one_request:
-            words = {**words, "one_request": "yes"}
+        if placed:
+            words = {**words, **placed}
         facts.append(
             Fact(
                 kind=kind,
@@ -383,10 +375,7 @@ def parse_line(text: str, line: int, parse: Parse = _lark_parse) -> list[Fact]:
         words = {"message": envelope.body[:500]}
         if logged_in:
             words["logged_in"] = logged_in
-        if answered:
-            words["answered"] = "yes"
-        if one_request:
-            words["one_request"] = "yes"
+        words.update(placed)
         facts.append(Fact(kind="error_record", line=line, text=words, process=envelope.process, level=ERROR))
     return facts
 
