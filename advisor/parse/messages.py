@@ -48,18 +48,18 @@ STAT_FACTS = {
 # An exit the operator asked for: systemd's signal names, and 128 + SIGINT / SIGTERM as shells and docker report them.
 OPERATOR_SIGNALS = {"TERM", "INT"}
 OPERATOR_EXIT_CODES = {130, 143}
-# The signal behind each of a shell's reports of a program it ran dying.
-SHELL_SIGNALS = {"Killed": "KILL", "Aborted": "ABRT", "Segmentation fault": "SEGV", "Bus error": "BUS"}
-# ... and as a crashing process names them itself ("*** SIGSEGV received", "Fatal Python error: Aborted").
-CRASH_SIGNALS = {
-    "SEGV": "SEGV",
-    "Segmentation": "SEGV",
-    "ABRT": "ABRT",
+# The signal behind each of a shell's reports of a program it ran dying ("Killed", "Aborted (core dumped)"),
+# and behind a crashing process's own report ("*** SIGSEGV received", "Fatal Python error: Bus error").
+SIGNAL_WORDS = {
+    "Killed": "KILL",
     "Aborted": "ABRT",
-    "BUS": "BUS",
+    "ABRT": "ABRT",
+    "Segmentation fault": "SEGV",
+    "SEGV": "SEGV",
     "Bus error": "BUS",
+    "BUS": "BUS",
+    "Floating point exception": "FPE",
     "FPE": "FPE",
-    "Floating": "FPE",
     "ILL": "ILL",
 }
 # What the stats lines report of the moment, rather than of the run's configuration.
@@ -397,11 +397,8 @@ class ToFacts(Transformer[Token, Parts]):
             return {"values": values, "text": {"outcome": "failed", "reason": "Ray worker died"}}
         if _token(c, "A_RESOURCE_TRACKER_EXIT"):
             return {"text": {"outcome": "ended", "reason": REASON_UNSAID}}
-        if crash := _token(c, "A_CRASH_SIGNAL"):
-            signal = next(name for word, name in CRASH_SIGNALS.items() if word in crash)
-            return {"text": {"outcome": "failed", "signal": signal, "reason": "killed by a signal"}}
-        if death := _token(c, "A_SHELL_SIGNAL_DEATH"):
-            signal = next(name for word, name in SHELL_SIGNALS.items() if word in death)
+        if death := _token(c, "A_SHELL_SIGNAL_DEATH") or _token(c, "A_CRASH_SIGNAL"):
+            signal = next(name for word, name in SIGNAL_WORDS.items() if word in death)
             return {"values": values, "text": {"outcome": "failed", "signal": signal, "reason": "killed by a signal"}}
         code = values.get("exit_status")
         stopped = signal in OPERATOR_SIGNALS or code in OPERATOR_EXIT_CODES
