@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from advisor.ingest.unwrap import EMBEDDED_RECORD, ENVELOPE_START
+from advisor.ingest.unwrap import EMBEDDED_RECORD, ENVELOPE_START, PROCESS_ID
 
 # Where vLLM's own text starts after a prefix: its envelope, a traceback's header, a frame.
 ANCHOR = re.compile(EMBEDDED_RECORD.pattern + r'|Traceback \(most recent call last\)|  File "[^"]+", line \d+')
@@ -28,7 +28,7 @@ HEAD_LINES = 400
 HEAD_BYTES = 256 << 10
 # The tag vLLM's processes print before their lines ("(EngineCore_DP0 pid=8) ", "[rank0]: "), which
 # tells their tracebacks apart: never part of a learned prefix.
-PROCESS_TAG = re.compile(r"\([A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)? pid=\d+|\[rank\d+\]")
+PROCESS_TAG = re.compile(rf"\({PROCESS_ID}|\[rank\d+\]")
 # What varies from line to line in a prefix of one shape.
 VARYING = re.compile(r"\d+| +")
 

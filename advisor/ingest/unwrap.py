@@ -78,11 +78,14 @@ RAY_NOTE = "across cluster]"
 CARET_CR = "^M"
 
 
+# A vLLM process's tag inside its brackets: its name, its ranks (" rank=1", 0.10's " TP1", " PP0_TP0"), its pid.
+PROCESS_RANKS = r"(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)?"
+PROCESS_ID = r"[A-Za-z_][\w\-:.]{0,200}" + PROCESS_RANKS + r" pid=\d+"
 # vLLM's own envelope, "(EngineCore pid=8) ERROR 06-22 20:16:34 [core.py:52] " or the older
 # "ERROR 06-22 20:16:34 core.py:52] ": found after a prefix no wrapper above names and a space (a
 # Markdown quote, a shipper's columns), the prefix goes; glued to a progress bar, it stays.
 EMBEDDED_RECORD = re.compile(
-    r"(?:\([A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)? pid=\d+(?:, ip=[^)]*)?\) )?"
+    rf"(?:\({PROCESS_ID}(?:, ip=[^)]*)?\) )?"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)? \[?[\w.\-/]+\.py:\d+\]"
 )
 # A head before a vLLM record longer than this is no prefix (stern's pod and container, a gutter) but
@@ -92,7 +95,7 @@ MAX_UNNAMED_PREFIX = 160
 # pasted, a rank tag, a level).
 ENVELOPE_START = re.compile(
     r"\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-    r"|[A-Za-z_][\w\-:.]{0,200}(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)? pid=\d+"
+    rf"|{PROCESS_ID}"
 )
 
 

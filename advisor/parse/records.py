@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from advisor.ingest.sources import Line
+from advisor.ingest.unwrap import PROCESS_RANKS
 from advisor.parse.facts import Fact
 from advisor.parse.grammar import CRITICAL, ERROR, logged_at
 
@@ -28,7 +29,7 @@ OTHER_RECORD = re.compile(
     r"|update_named_param|batch_update_named_params|init_communicator|close_communicator|get_world_size)"
     # the process tags vLLM's own processes print before their lines, whatever follows
     r"|\((?P<process>EngineCore|APIServer|VllmWorker|Worker_|RayWorkerWrapper|DPEngineCoreActor)[\w\-]*"
-    r"(?: rank=\d+| [A-Z]{2}\d+(?:_[A-Z]{2}\d+)*)? pid=\d+"
+    rf"{PROCESS_RANKS} pid=\d+"
     # vLLM's loggers under a host's own format (Xinference's "%(name)s %(process)d %(levelname)s", Python's
     # default "%(levelname)s:%(name)s:"): a logger named for a module of vLLM's package
     r"|(?P<logger>\bvllm(?:\.\w+)+)(?: +\d+)? +(?P<logger_level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\b"
