@@ -18,6 +18,7 @@ import json
 import re
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,10 +173,8 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
             stages = release.get(message["function"], set())
             stage = next(iter(stages)) if len(stages) == 1 else ""
             stage = "serving" if message["template"] in SERVING_WORDS else stage
-            name = message["file"].rsplit("/", 1)[-1]
-            for first, last in message["lines"]:
-                for line in range(first, last + 1):
-                    votes[f"{name}:{line}"].add(stage)
+            for place in _places(message):
+                votes[place].add(stage)
     return {
         place: next(iter(stages)) for place, stages in sorted(votes.items()) if len(stages) == 1 and "" not in stages
     }
@@ -204,10 +203,8 @@ def one_request_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]
             function = message["function"]
             serving = release.get(function) == {"serving"} or OUTPUT_PARSERS.match(function) is not None
             request = message["call"] in REQUEST_ERROR_CALLS and bool(REQUEST_FILES.search(message["file"]))
-            name = message["file"].rsplit("/", 1)[-1]
-            for first, last in message["lines"]:
-                for line in range(first, last + 1):
-                    votes[f"{name}:{line}"].add(request and serving)
+            for place in _places(message):
+                votes[place].add(request and serving)
     return sorted(place for place, request in votes.items() if request == {True})
 
 
@@ -221,11 +218,17 @@ def answered_at(per_release: dict[str, list[dict]]) -> list[str]:
         for message in messages:
             # A parser that cannot parse the model's output answers with it as text, not with an error.
             if message["call"] == "logger.exception" and not OUTPUT_PARSERS.match(message["function"]):
-                name = message["file"].rsplit("/", 1)[-1]
-                for first, last in message["lines"]:
-                    for line in range(first, last + 1):
-                        votes[f"{name}:{line}"].add(message["answered"])
+                for place in _places(message):
+                    votes[place].add(message["answered"])
     return sorted(place for place, answered in votes.items() if answered == {True})
+
+
+def _places(message: dict) -> Iterator[str]:
+    """Each "file.py:line" a record of this logger call may name: every line the call spans."""
+    name = message["file"].rsplit("/", 1)[-1]
+    for first, last in message["lines"]:
+        for line in range(first, last + 1):
+            yield f"{name}:{line}"
 
 
 def main(argv: list[str] | None = None) -> int:
