@@ -258,6 +258,10 @@ class ToFacts(Transformer[Token, Parts]):
         free, _usable, utilization, _graphs, kv = _numbers(c)
         return {"values": {"free_gpu_gib": free, "gpu_memory_utilization": utilization, "kv_available_gib": kv}}
 
+    def hbm_statistics(self, c: Children) -> Parts:
+        total, _cap, _used, kv = _numbers(c)
+        return {"values": {"total_gpu_gib": total, "kv_available_gib": kv}}
+
     def memory_profile(self, c: Children) -> Parts:
         return {"values": _parts(c)}
 

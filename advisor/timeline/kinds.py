@@ -47,6 +47,7 @@ STARTUP_KINDS = {
     "weights",
     "memory_profile",
     "kv_available",
+    "hbm_statistics",
     "kv_cache_size",
     "gpu_blocks",
     "graph_capture_start",
@@ -55,6 +56,7 @@ STARTUP_KINDS = {
 PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS
 KV_SIZING_KINDS = {
     "kv_available",
+    "hbm_statistics",
     "kv_cache_size",
     "gpu_blocks",
     "memory_profile",

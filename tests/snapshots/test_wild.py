@@ -77,7 +77,6 @@ KNOWN_WRONG: dict[str, str] = {
     "22217": "a worker's NPU task timeout after 'WorkerProc shutting down': serving is in the thread, not the excerpt",
     "23007": "tt-metal's DRAM OOM through V0's engine.py handler, no frame: the lone-OOM prior says weights",
     "23206": "a V1 worker's aiter error in worker_busy_loop's handler, which start-up's calls share: no serving sign",
-    "23214": "Ray's host-memory kill logged by run_engine_core, which start-up shares: serving is in the thread",
     "24013": "the poster re-wrapped a torch OOM by hand: what PyTorch held is split across lines, not read",
     "24110": "a fork's V0 background-loop handler at a line no release's handler sits on: no placed frame",
     "24113": "Google Cloud Logging's JSON entries, whose message sits in a jsonPayload: the form is not unwrapped",
@@ -86,7 +85,6 @@ KNOWN_WRONG: dict[str, str] = {
     "25012": "a ROCm fault among AITER's kernel loads in warm-up, no start-up step read: the prior says serving",
     "25108": "the poster put the error between two pastes of the command, the second start's lines after it",
     "25110": "NeMo-RL's own placement-group retries, with no vLLM line: not a vLLM log",
-    "26106": "Ray's memory monitor killed the engines; their one record, a prefix-cache reset, is no serving sign",
     "27214": "KServe's own 'Failed to start model server' with no vLLM line: not read as a vLLM log",
 }
 # Cases whose labelled numbers are not all found yet.

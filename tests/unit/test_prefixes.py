@@ -43,6 +43,7 @@ UNLEARNABLE = {
     "25104",
     "26006",
     "26209",
+    "28108",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}

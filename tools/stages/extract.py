@@ -36,6 +36,9 @@ MAX_CALLERS = 20
 MAX_DEPTH = 3
 # Names a frame shows that place nothing: a decorator's inner function, defined in many files at once.
 GENERIC_NAMES = {"wrapper", "inner", "wrapped", "_wrapper", "decorator", "func", "fn"}
+# Entry points that launch a Triton kernel: placed, not gone through (what they "call" are mostly their
+# arguments' names, `sinks`, which name functions elsewhere).
+KERNEL_LAUNCHERS = {"context_attention_fwd"}
 # Where each stage begins in vLLM's code, by function name (those a release lacks are skipped).
 ENTRY_POINTS = {
     "model_init": (
@@ -86,8 +89,13 @@ ENTRY_POINTS = {
         "completion_stream_generator",
         "_log_task_completion",
         "_run_engine",
-        # a prefill that continues a request's cached prefix: profiling and capture have none
+        # a prefill that continues a request's cached prefix: profiling and capture have none (V0's and the
+        # ROCm backends' prefix-prefill kernel too)
         "_continuation_prefill",
+        "context_attention_fwd",
+        # V0's multi-step scheduling advancing a batch between its steps: profiling and capture run the
+        # base model runner's single step
+        "_advance_step",
         # V0's tensor-parallel workers loop on the driver's steps, from the first request on
         "start_worker_execution_loop",
         # V1's dump of the scheduler's state when the model step raises
@@ -107,8 +115,8 @@ def stages_of_release(graph: dict[str, list[str]]) -> dict[str, set[str]]:
     reached: dict[str, set[str]] = defaultdict(set)
     callers: Counter[str] = Counter(callee for called in graph.values() for callee in set(called))
     for stage, entries in ENTRY_POINTS.items():
-        frontier = [name for name in entries if name in graph]
-        seen = set(frontier)
+        seen = {name for name in entries if name in graph}
+        frontier = [name for name in seen if name not in KERNEL_LAUNCHERS]
         for _ in range(MAX_DEPTH):
             frontier = [
                 callee
@@ -180,10 +188,12 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
     }
 
 
-# Where the API server handles one request: its OpenAI handlers, and the parsers of a model's tool
-# calls and reasoning that they run on its output. An error logged there is that request's: the server
-# goes on (an engine that died says so in words of its own, EngineDeadError).
-REQUEST_FILES = re.compile(r"vllm/(?:entrypoints/openai|tool_parsers|reasoning)/")
+# Where the API server handles one request: its handlers (OpenAI's, and since 0.12 pooling's, Anthropic's,
+# Cohere's, speech's and serve's, each a subpackage of vllm/entrypoints; not the command line's or the
+# launchers'), and the parsers of a model's tool calls and reasoning that they run on its output. An error
+# logged there is that request's: the server goes on (an engine that died says so in words of its own,
+# EngineDeadError).
+REQUEST_FILES = re.compile(r"vllm/(?:entrypoints/(?!cli/|launchers/)\w+|tool_parsers|reasoning)/")
 # The parsers' own functions: what they cannot parse goes back to the client as text, not as an error.
 OUTPUT_PARSERS = re.compile(r"_?extract_(?:tool_calls|reasoning)")
 # The error-level calls that report one request's error (CRITICAL: the server gives up).
@@ -192,7 +202,7 @@ REQUEST_ERROR_CALLS = ERROR_CALLS - {"logger.critical"}
 
 def one_request_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -> list[str]:
     """The "file.py:line" places of the error-level logger calls of the API server's request path (see
-    REQUEST_FILES) in functions that run while serving: what they log is one request's error. Kept where
+    REQUEST_FILES) in functions that the serving loop reaches: what they log is one request's error. Kept where
     every release with a call on that place agrees."""
     votes: dict[str, set[bool]] = defaultdict(set)
     for graph, messages in per_release.values():
@@ -201,7 +211,9 @@ def one_request_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]
             if message["call"] not in ERROR_CALLS:
                 continue
             function = message["function"]
-            serving = release.get(function) == {"serving"} or OUTPUT_PARSERS.match(function) is not None
+            # Reached from serving is enough in a handler's file: the call graph merges functions by name,
+            # and a handler's `_preprocess` shares its name with processors that profiling runs.
+            serving = "serving" in release.get(function, ()) or OUTPUT_PARSERS.match(function) is not None
             request = message["call"] in REQUEST_ERROR_CALLS and bool(REQUEST_FILES.search(message["file"]))
             for place in _places(message):
                 votes[place].add(request and serving)
@@ -246,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     places = logged_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
     answered = answered_at({v: cached(v) or [] for v in per_release})
     one_request = one_request_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
+    # A request's error is logged while serving, even by a handler whose name start-up's code shares.
+    places = dict(sorted({**dict.fromkeys(one_request, "serving"), **places}.items()))
     document = {
         "about": "vLLM's functions by the stage they run in, from each release's calls (tools/stages/extract.py)",
         "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
