@@ -497,6 +497,12 @@ class ToFacts(Transformer[Token, Parts]):
     def serving_call(self, c: Children) -> Parts:
         return {"text": {"function": _token(c, "A_SERVING_CALL") or ""}}
 
+    def local_devices_short(self, c: Children) -> Parts:
+        return {"values": _named(("local_world_size", "local_devices"), c)}
+
+    def worker_method(self, c: Children) -> Parts:
+        return {"text": {"function": (_token(c, "A_WORKER_METHOD") or "").rsplit(" ", 1)[-1].strip("'")}}
+
     def exception(self, c: Children) -> Parts:
         return {"text": {"type": _token(c, "A_EXCEPTION") or ""}}
 

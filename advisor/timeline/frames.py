@@ -65,6 +65,8 @@ ENGINE_ERROR_RERAISED = ("v1/engine/output_processor.py", "get")
 # f"RPC call to {method} timed out."), from whatever frame called it.
 RPC_TIMED_OUT = re.compile(r"RPC call to (\w+) timed out")
 SCRIPT_RANK = re.compile(r"\[rank\d+\]")
+# The frame of V0's worker RPC dispatcher (worker_base.execute_method), which runs the method asked.
+WORKER_DISPATCHER = "execute_method"
 # Ray's error for a task that raised names the actor's method it ran, "RayTaskError(RuntimeError):
 # ray::WorkerDict.actor_rollout_generate_sequences() (pid=...)", and prints that task's own traceback
 # after it: the method (or a plain task's function, "ray::main_task()") is the outermost frame of what
@@ -90,6 +92,7 @@ def traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str,
     stage_of_line: dict[int, tuple[str, tuple[str, ...]]] = {}
     last_exception: dict[str | None, int] = {}
     causes: dict[str | None, int] = {}  # process -> line of the exception a chain marker points back to
+    asked: dict[str | None, tuple[str, ...]] = {}  # process -> the method its worker was asked to run, as frames
 
     def resolve(process: str | None, frames: tuple[str, ...]) -> None:
         cause = causes.pop(process, None)
@@ -102,9 +105,9 @@ def traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str,
         kind, process = fact.kind, fact.process
         if kind == "offline_progress":
             finished = fact.values.get("progress_pct") == 100
-        if kind == "traceback_start":
-            open_frames[process] = []
-            foreign[process] = _script_process(process) and fact.level is None
+        if kind in ("traceback_start", "worker_method"):
+            open_frames[process] = _opening_frames(fact, asked, stage_of_line)
+            foreign[process] = kind == "traceback_start" and _script_process(process) and fact.level is None
         if kind in LOGGED_KINDS and (logged := _logger_frames(fact)):
             # The logger call that printed it is the traceback's outermost known place.
             frames_so_far = open_frames.setdefault(process, [])
@@ -116,7 +119,7 @@ def traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str,
         elif kind == "exception_chain" and process in last_exception:
             causes[process] = last_exception[process]
         elif kind == "exception":
-            frames = tuple(open_frames.pop(process, ()))
+            frames = _with_asked(tuple(open_frames.pop(process, ())), asked.pop(process, ()))
             if frames and foreign.pop(process, False) and fact.level is None:
                 stage_of_line[fact.line] = (FOREIGN, frames)
             else:
@@ -130,8 +133,26 @@ def traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str,
             # Cut after the script's own frames, once vLLM's work had finished: the script's error.
             del open_frames[process]
             continue
-        resolve(process, tuple(pending))
+        resolve(process, _with_asked(tuple(pending), asked.pop(process, ())))
     return stage_of_line, open_frames
+
+
+def _opening_frames(
+    fact: Fact, asked: dict[str | None, tuple[str, ...]], stage_of_line: dict[int, tuple[str, tuple[str, ...]]]
+) -> list[str]:
+    """The frames a traceback opens with: none; or, where a V0 worker names the method it was asked to
+    run, that method under its dispatcher. It places an error printed on its line, and is the outer
+    frame of a traceback that follows cut before its own (see _with_asked)."""
+    if fact.kind != "worker_method":
+        return []
+    frames = asked[fact.process] = (WORKER_DISPATCHER, fact.text.get("function", ""))
+    stage_of_line[fact.line] = (stage_from_frames(frames), frames)
+    return list(frames)
+
+
+def _with_asked(frames: tuple[str, ...], asked: tuple[str, ...]) -> tuple[str, ...]:
+    """A worker's traceback with the method it was asked to run outermost, unless it shows its dispatcher."""
+    return frames if not asked or WORKER_DISPATCHER in frames else (*asked, *frames)
 
 
 def _append_frame(frames: list[str], name: str) -> None:

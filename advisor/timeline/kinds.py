@@ -7,7 +7,7 @@ RUN_MARKERS = {"server_version", "non_default_args", "namespace_args"}
 # The only kinds that can begin a new run (see starts_new_run).
 STARTING_KINDS = RUN_MARKERS | {"engine_config"}
 # Traceback plumbing: joined into the exception it ends, not an event of its own.
-TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "exception_chain"}
+TRACEBACK_KINDS = {"traceback_start", "frame", "serving_call", "worker_method", "exception_chain"}
 # The facts of a traceback that an error-level logger call may have printed (see logged_in).
 LOGGED_KINDS = TRACEBACK_KINDS | {"exception"}
 # A run that shows one of these is over: a marker or an engine config after it begins the next run.

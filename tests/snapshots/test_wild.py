@@ -86,9 +86,20 @@ KNOWN_WRONG: dict[str, str] = {
     "25108": "the poster put the error between two pastes of the command, the second start's lines after it",
     "25110": "NeMo-RL's own placement-group retries, with no vLLM line: not a vLLM log",
     "27214": "KServe's own 'Failed to start model server' with no vLLM line: not read as a vLLM log",
+    "29016": "vllm-omni's stage engine raising in embed_multimodal, which profiling also runs: no serving sign",
+    "29102": "a lone OOM with CUDA graphs' private pools in use (capture or serving): the lone-OOM prior says weights",
+    "29107": "a lone OOM on a GPU that other processes fill: the lone-OOM prior says weights",
+    "29108": "a multimodal profiling OOM whose traceback is cut at LLM.__init__: the lone-OOM prior says weights",
+    "29112": "five V0 workers' shared-memory waits at once: an idle V0 server prints them too (22107)",
+    "29114": "a lone OOM, then a traceback cut at runpy: the lone-OOM prior says weights",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
+    "29003": "running, waiting and KV usage are in V1's dump of SchedulerStats at the failed step, not read",
+    "29004": "the stats line is garbled as posted ('Waiting: 0he usage: 0.0%'): its KV usage is not read",
+    "29102": "the flags are in a command pasted one flag a row without backslashes, which is read as no command",
+    "29202": "utilization and total memory are in the poster's prose, not vLLM's output",
+    "29305": "gpu_memory_utilization is in lm-eval's own 'GPU memory utilization: 0.9' line, not vLLM's",
     "22004": "the settings are in a shell's 'set -x' trace of the command, not vLLM's output",
     "22013": "max_model_len is in Tenstorrent's own dump of its settings dict, not a vLLM message",
     "22109": "the settings are in Xinference's 'Loading ... with following model config' line, not vLLM's",

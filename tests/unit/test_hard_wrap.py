@@ -13,6 +13,7 @@ WIDTHS = (120, 160)
 # be read on from (the prefilter finds lines by those words); an exception's class cut in two is read
 # as another.
 KNOWN = {
+    (160, "29103"): "the wrap cuts the name of the method the V0 worker was asked to run",
     (120, "28317"): "XLA's 'Ran out of memory in memory space' cut by the wrap: a compile's error, not its OOM",
     (120, "27001"): "the wrap cuts 'operation timeout' before its last letter: no row holds the watchdog's anchor",
     (160, "27210"): "Dynamo's tracing columns push each frame's path past the wrap: the traceback's frames are lost",

@@ -44,6 +44,9 @@ UNLEARNABLE = {
     "26006",
     "26209",
     "28108",
+    "29111",
+    "29209",
+    "29210",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
