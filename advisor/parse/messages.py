@@ -399,6 +399,8 @@ class ToFacts(Transformer[Token, Parts]):
             return {"values": values, "text": {"outcome": "failed", "reason": "restart loop"}}
         if _token(c, "A_RAY_WORKER_DIED"):
             return {"values": values, "text": {"outcome": "failed", "reason": "Ray worker died"}}
+        if _token(c, "A_NATIVE_BACKTRACE"):
+            return {"text": {"outcome": "failed", "reason": "crashed"}}
         if _token(c, "A_RESOURCE_TRACKER_EXIT"):
             return {"text": {"outcome": "ended", "reason": REASON_UNSAID}}
         if death := _token(c, "A_SHELL_SIGNAL_DEATH") or _token(c, "A_CRASH_SIGNAL"):
@@ -431,6 +433,9 @@ class ToFacts(Transformer[Token, Parts]):
         return {"values": _named(("long_prompt_tokens", "max_seq_len"), c)}
 
     prompt_too_long_v1 = prompt_too_long
+
+    def prompt_exceeds_blocks(self, c: Children) -> Parts:
+        return {"values": _named(("blocks_prompt_tokens",), c)}
 
     def http_error(self, c: Children) -> Parts:
         return {"values": _named(("http_status",), c)}

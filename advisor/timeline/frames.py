@@ -92,13 +92,16 @@ def traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str,
     stage_of_line: dict[int, tuple[str, tuple[str, ...]]] = {}
     last_exception: dict[str | None, int] = {}
     causes: dict[str | None, int] = {}  # process -> line of the exception a chain marker points back to
+    remote: set[int] = set()  # the lines of Ray's errors for a task, whose own traceback follows them
     asked: dict[str | None, tuple[str, ...]] = {}  # process -> the method its worker was asked to run, as frames
 
     def resolve(process: str | None, frames: tuple[str, ...]) -> None:
         cause = causes.pop(process, None)
         if cause is not None:
-            inner = stage_of_line.get(cause, NO_STAGE)[1]
-            stage_of_line[cause] = (stage_from_frames(frames + inner), frames + inner)
+            # A Ray task's own traceback ran in another process, below the driver's frames that waited on it.
+            before = stage_of_line.get(cause, NO_STAGE)[1]
+            whole = before + frames if cause in remote else frames + before
+            stage_of_line[cause] = (stage_from_frames(whole), whole)
 
     finished = False  # an offline run's last progress bar had reached 100%: generate() had returned
     for fact in facts:
@@ -128,6 +131,7 @@ def traceback_stages(facts: list[Fact]) -> tuple[dict[int, tuple[str, tuple[str,
                 last_exception[process] = fact.line
             if ray_method := _ray_task_frame(fact.text):  # the task's error happened where its traceback says
                 open_frames[process], foreign[process], causes[process] = [ray_method], True, fact.line
+                remote.add(fact.line)
     for process, pending in list(open_frames.items()):
         if finished and foreign.get(process) and pending:
             # Cut after the script's own frames, once vLLM's work had finished: the script's error.

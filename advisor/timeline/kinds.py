@@ -26,6 +26,7 @@ SERVING_KINDS = {
     "request_too_long_total",
     "prompt_too_long",
     "prompt_too_long_v1",
+    "prompt_exceeds_blocks",
     "http_error",
     "preemption",
     "preemption_count",

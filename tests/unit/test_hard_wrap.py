@@ -33,7 +33,6 @@ KNOWN = {
     (120, "20106"): "an anchor's words (the stage engine's fatal error) cut by the wrap",
     (160, "19212"): "vLLM 0.1's stats line cut inside its last label ('CPU KV cache us'): no clause is read",
     (120, "24101"): "'# CPU blocks' cut by the wrap under DJL's long prefix: the line of no cache blocks is not read",
-    (160, "24202"): "an anchor's words (the watchdog's ProcessGroupNCCL::ncclCommWatchdog) cut by the wrap",
 }
 LOGS = [
     pytest.param(

@@ -47,6 +47,8 @@ UNLEARNABLE = {
     "29111",
     "29209",
     "29210",
+    "30024",
+    "30308",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
