@@ -50,9 +50,9 @@ def started_mid_way(facts: list[Fact], stage_of_line: Mapping[int, tuple[str, tu
 def _dies_mostly_serving(fact: Fact, early_collective: bool) -> bool:
     """A GPU's fault (an illegal memory access, ROCm's memory access fault: 15 of the 22 in the corpora
     were serving; Ascend's inner errors are start-up's more often), PyTorch's NCCL watchdog aborting
-    the process (15 of 20), or a process killed for the host's memory (Ray's memory monitor: 3 of the 3
-    with no start-up step were serving, the host's memory having grown with the requests), or V0's model
-    runner failing a step (4 of 5)."""
+    the process (15 of 20), a process killed for the host's memory (Ray's memory monitor: the 3 with no
+    start-up step were serving, the host's memory having grown with the requests), or V0's model runner
+    failing a step (4 of 5)."""
     watchdog = fact.kind == "nccl_error" and fact.text.get("by") == "watchdog"
     gpu_fault = fact.kind == "device_fault" and fact.text.get("device") != "npu"
     host_oom_kill = fact.kind == "supervisor_exit" and fact.text.get("reason") == "out of memory"
