@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 from typing import Any
@@ -340,7 +341,9 @@ class ToFacts(Transformer[Token, Parts]):
         return {"values": values, "text": words, "args": pairs}
 
     def engine_loop_failed(self, c: Children) -> Parts:
-        # V1's dump of the failed step prints the engine's config as its start did.
+        # V1's dump of the failed step prints the engine's config as its start did, and the scheduler's state.
+        if stats := _token(c, "SCHEDULER_STATS"):
+            return {"values": _scheduler_stats(stats)}
         return self.engine_config(c) if _token(c, "CONFIG_TEXT") else {}
 
     def non_default_args(self, c: Children) -> Parts:
@@ -514,6 +517,21 @@ class ToFacts(Transformer[Token, Parts]):
     def __default__(self, data: str, children: Children, meta: Any) -> Parts:
         # Messages without numbers (no_cache_blocks, nccl_error, ready, ...) carry their kind only.
         return {}
+
+
+# SchedulerStats' counts, by the names the stats lines' facts have.
+SCHEDULER_COUNTS = {"num_running_reqs": "running_reqs", "num_waiting_reqs": "waiting_reqs"}
+
+
+def _scheduler_stats(text: str) -> dict[str, Number]:
+    """Running and waiting requests and the KV cache's use, in percent, from V1's SchedulerStats repr."""
+    found = dict(re.findall(r"\b(num_running_reqs|num_waiting_reqs|kv_cache_usage)=([\d.e-]+)", text))
+    values: dict[str, Number] = {
+        name: int(found[key]) for key, name in SCHEDULER_COUNTS.items() if found.get(key, "").isdigit()
+    }
+    with contextlib.suppress(KeyError, ValueError):
+        values["kv_cache_usage_pct"] = round(float(found["kv_cache_usage"]) * 100, 2)
+    return values
 
 
 def _flag_values(command: str) -> dict[str, Number]:
