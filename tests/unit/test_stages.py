@@ -45,7 +45,7 @@ def test_a_function_two_stages_reach_belongs_to_neither():
         "load_weights": ["weight_loader"],
         "weight_loader": [],
     }
-    by_stage, counts = tool.build({"0.0.1": graph})
+    by_stage, counts = tool.build({"0.0.1": tool.stages_of_release(graph)})
     assert by_stage["serving"] == ["schedule", "step"]
     assert by_stage["kv_sizing"] == ["profile_run"]
     assert by_stage["model_init"] == ["load_weights", "weight_loader"]
@@ -80,9 +80,8 @@ def test_an_error_record_s_words_place_it_where_its_function_cannot():
             "template": "Idle.",
         },
     ]
-    assert tool.logged_at({"0.11.1": ({"run_engine_core": [], "run_busy_loop": []}, messages)}) == {
-        "core.py:844": "serving"
-    }
+    release = tool.stages_of_release({"run_engine_core": [], "run_busy_loop": []})
+    assert tool.logged_at({"0.11.1": (release, messages)}, []) == {"core.py:844": "serving"}
 
 
 def test_an_error_on_the_request_path_is_one_request_s_and_a_parser_answers_no_error():
@@ -101,7 +100,7 @@ def test_an_error_on_the_request_path_is_one_request_s_and_a_parser_answers_no_e
         message("logger.critical", "vllm/entrypoints/openai/serving_chat.py", "chat_completion_full_generator", 900),
         message("logger.error", "vllm/v1/engine/async_llm.py", "create_chat_completion", 704),
     ]
-    release = {"0.8.5": (graph, messages)}
+    release = {"0.8.5": (tool.stages_of_release(graph), messages)}
     assert tool.one_request_at(release) == ["hermes_tool_parser.py:148", "serving_chat.py:898"]
     assert tool.answered_at({"0.8.5": messages}) == []
 

@@ -141,13 +141,14 @@ def _specific(name: str, callers: Counter[str]) -> bool:
     return not name.startswith("__") and callers[name] <= MAX_CALLERS
 
 
-def build(per_release: dict[str, dict[str, list[str]]]) -> tuple[dict[str, list[str]], dict[str, int]]:
+def build(staged: dict[str, dict[str, set[str]]]) -> tuple[dict[str, list[str]], dict[str, int]]:
     """The map over all releases ({stage: sorted names}: the functions that one stage alone reaches
-    in every release), and how many functions each release places in one stage."""
+    in every release), and how many functions each release places in one stage; `staged` holds each
+    release's stages_of_release."""
     placed: dict[str, set[str]] = defaultdict(set)
     counts = {}
-    for version in sorted(per_release, key=version_key):
-        release = stages_of_release(per_release[version])
+    for version in sorted(staged, key=version_key):
+        release = staged[version]
         counts[version] = sum(len(stages) == 1 for stages in release.values())
         for name, stages in release.items():
             placed[name] |= stages
@@ -167,14 +168,15 @@ ERROR_CALLS = {"logger.error", "logger.exception", "logger.critical", "logger.er
 SERVING_WORDS = {"EngineCore encountered a fatal error.", "EngineCoreProc encountered a fatal error."}
 
 
-def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -> dict[str, str]:
+def logged_at(per_release: dict[str, tuple[dict[str, set[str]], list[dict]]], one_request: list[str]) -> dict[str, str]:
     """{"file.py:line": stage} for the error-level logger calls of vLLM's staged functions: a record
     vLLM's logger prints names that place, so an excerpt cut inside a traceback logged by the serving
     loop's handler (V0's "async_llm_engine.py:52]") shows where it ran, or whose words do (SERVING_WORDS).
-    Kept where every release that has a call on that file and line agrees."""
+    Kept where every release that has a call on that file and line agrees. A request's error (the
+    `one_request` places) is logged while serving, even by a handler whose name start-up's code shares.
+    `per_release` holds each release's stages_of_release and logger calls."""
     votes: dict[str, set[str]] = defaultdict(set)
-    for graph, messages in per_release.values():
-        release = stages_of_release(graph)
+    for release, messages in per_release.values():
         for message in messages:
             if message["call"] not in ERROR_CALLS:
                 continue
@@ -183,9 +185,8 @@ def logged_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -
             stage = "serving" if message["template"] in SERVING_WORDS else stage
             for place in _places(message):
                 votes[place].add(stage)
-    return {
-        place: next(iter(stages)) for place, stages in sorted(votes.items()) if len(stages) == 1 and "" not in stages
-    }
+    placed = {place: next(iter(stages)) for place, stages in votes.items() if len(stages) == 1 and "" not in stages}
+    return dict(sorted({**dict.fromkeys(one_request, "serving"), **placed}.items()))
 
 
 # Where the API server handles one request: its handlers (OpenAI's, and since 0.12 pooling's, Anthropic's,
@@ -200,13 +201,13 @@ OUTPUT_PARSERS = re.compile(r"_?extract_(?:tool_calls|reasoning)")
 REQUEST_ERROR_CALLS = ERROR_CALLS - {"logger.critical"}
 
 
-def one_request_at(per_release: dict[str, tuple[dict[str, list[str]], list[dict]]]) -> list[str]:
+def one_request_at(per_release: dict[str, tuple[dict[str, set[str]], list[dict]]]) -> list[str]:
     """The "file.py:line" places of the error-level logger calls of the API server's request path (see
     REQUEST_FILES) in functions that the serving loop reaches: what they log is one request's error. Kept where
-    every release with a call on that place agrees."""
+    every release with a call on that place agrees. `per_release` holds each release's stages_of_release
+    and logger calls."""
     votes: dict[str, set[bool]] = defaultdict(set)
-    for graph, messages in per_release.values():
-        release = stages_of_release(graph)
+    for release, messages in per_release.values():
         for message in messages:
             if message["call"] not in ERROR_CALLS:
                 continue
@@ -253,13 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         versions = releases()
         for version, why in harvest(versions).items():
             print(f"failed: vllm {version}: {why}", file=sys.stderr)
-    per_release = {v: graph for v in versions if (graph := cached_calls(v)) is not None}
-    by_stage, counts = build(per_release)
-    places = logged_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
-    answered = answered_at({v: cached(v) or [] for v in per_release})
-    one_request = one_request_at({v: (graph, cached(v) or []) for v, graph in per_release.items()})
-    # A request's error is logged while serving, even by a handler whose name start-up's code shares.
-    places = dict(sorted({**dict.fromkeys(one_request, "serving"), **places}.items()))
+    # Each release's stages and logger calls, worked out and read once.
+    staged = {v: stages_of_release(graph) for v in versions if (graph := cached_calls(v)) is not None}
+    messages = {v: cached(v) or [] for v in staged}
+    calls = {v: (staged[v], messages[v]) for v in staged}
+    by_stage, counts = build(staged)
+    one_request = one_request_at(calls)
+    places = logged_at(calls, one_request)
+    answered = answered_at(messages)
     document = {
         "about": "vLLM's functions by the stage they run in, from each release's calls (tools/stages/extract.py)",
         "entry_points": {stage: list(names) for stage, names in ENTRY_POINTS.items()},
@@ -272,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     STAGES_JSON.write_text(json.dumps(document, indent=1) + "\n")
     sizes = ", ".join(f"{stage} {len(names)}" for stage, names in by_stage.items())
     placed = f"error records placed: {len(places)}, answered: {len(answered)}, one request's: {len(one_request)}"
-    print(f"{len(per_release)} releases; functions by stage: {sizes}; {placed}")
+    print(f"{len(staged)} releases; functions by stage: {sizes}; {placed}")
     return 0
 
 
