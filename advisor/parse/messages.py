@@ -519,18 +519,23 @@ class ToFacts(Transformer[Token, Parts]):
         return {}
 
 
-# SchedulerStats' counts, by the names the stats lines' facts have.
-SCHEDULER_COUNTS = {"num_running_reqs": "running_reqs", "num_waiting_reqs": "waiting_reqs"}
+# SchedulerStats' fields, by the names the stats lines' facts have.
+SCHEDULER_FIELDS = {
+    "num_running_reqs": "running_reqs",
+    "num_waiting_reqs": "waiting_reqs",
+    "kv_cache_usage": "kv_cache_usage_pct",
+}
 
 
 def _scheduler_stats(text: str) -> dict[str, Number]:
     """Running and waiting requests and the KV cache's use, in percent, from V1's SchedulerStats repr."""
-    found = dict(re.findall(r"\b(num_running_reqs|num_waiting_reqs|kv_cache_usage)=([\d.e-]+)", text))
-    values: dict[str, Number] = {
-        name: int(found[key]) for key, name in SCHEDULER_COUNTS.items() if found.get(key, "").isdigit()
-    }
-    with contextlib.suppress(KeyError, ValueError):
-        values["kv_cache_usage_pct"] = round(float(found["kv_cache_usage"]) * 100, 2)
+    fields = config_pairs(text.removeprefix("SchedulerStats("))
+    values: dict[str, Number] = {}
+    for field, name in SCHEDULER_FIELDS.items():
+        with contextlib.suppress(KeyError, ValueError):
+            values[name] = number(fields[field])
+    if "kv_cache_usage_pct" in values:  # a fraction
+        values["kv_cache_usage_pct"] = round(float(values["kv_cache_usage_pct"]) * 100, 2)
     return values
 
 
