@@ -61,7 +61,7 @@ def scan_file(path: str, engine: str | None = None, parts: int | None = None) ->
     finally:
         for part in later_parts:
             part.cancel()
-    return records.with_record(facts, sources.lines(sources.read_chunks(path)))
+    return records.with_head(facts, sources.lines(sources.read_chunks(path)))
 
 
 def usable_cores() -> int:
@@ -146,7 +146,7 @@ def scan_chunks(chunks: Iterable[bytes], engine: str | None = None) -> list[Fact
     head: list[bytes] = []
     read, prefix = sources.peeked(chunks)
     found = _scan_lines(records.keeping_head(read, head), engine, prefix)[0]
-    return records.with_record(found, sources.lines(head))
+    return records.with_head(found, sources.lines(head))
 
 
 def _scan_lines(

@@ -136,7 +136,10 @@ def glued_records(text: str) -> list[str]:
     # A line that does not begin with a record begins with a message a paste glued before them (clean
     # cut a short prefix already): it is kept as a segment of its own.
     starts = [0] + [m.start() for m in EMBEDDED_RECORD.finditer(text, 1) if text[m.start() - 1].isspace()]
-    segments = [text[a:b].rstrip() for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+    # The spaces between records go; the line's own last ones stay, as a record alone keeps them (a
+    # terminal's wrap may have cut the line at a space that the next row's word follows).
+    ends = [*starts[1:], len(text)]
+    segments = [text[a:b] if b == len(text) else text[a:b].rstrip() for a, b in zip(starts, ends, strict=True)]
     return [segment for segment in segments if segment.strip()] or [text]
 
 

@@ -491,8 +491,9 @@ CLAUSE_END = re.compile(r"[.,;]\s|\s\(")
 # "Pending: 3 reqs").
 MAX_CUT_WORD = 40
 # The tail a wrap leaves of a clause: a few words ("Pend" of "Pending: 3", "Avg genera" of "Avg
-# generation throughput: 538.3", "109.81 Mi" of "109.81 MiB is free").
-CUT_WORDS = re.compile(r"\S+(?: \S+){0,2}")
+# generation throughput: 538.3", "109.81 Mi" of "109.81 MiB is free", "Prefix cache hit ra" of the four words
+# of V1's longest stats label).
+CUT_WORDS = re.compile(r"\S+(?: \S+){0,3}")
 # How many clauses back from the cut a message is tried again.
 MAX_CLAUSES_BACK = 3
 

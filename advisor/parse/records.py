@@ -35,9 +35,16 @@ OTHER_RECORD = re.compile(
     r"|(?P<logger>\bvllm(?:\.\w+)+)(?: +\d+)? +(?P<logger_level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\b"
     r"|\b(?P<default_level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<default_logger>vllm(?:\.\w+)+):"
 )
+# uvicorn's access line for a request the server answered (2xx) on one of vLLM's inference routes: a server
+# that answers had got ready. Only the head is searched: a busy log holds one per request, too many to
+# parse each, and only an excerpt without a start needs the sign (the grammar reads 4xx and 5xx lines).
+ANSWERED = re.compile(
+    r"INFO: +\S+ - \"(?:GET|POST) /(?:v1/(?:chat/completions|completions|embeddings|responses|messages|audio"
+    r"|score|rerank)|generate|pooling|score|rerank|classify|invocations)\S* HTTP/[\d.]+\" 2\d\d\b"
+)
 # Where the first record is looked for: a vLLM log shows one within its first lines.
 HEAD_LINES = 2000
-# How much of a log read once (stdin, a pipe) is kept for first_record.
+# How much of a log read once (stdin, a pipe) is kept for its head's facts (with_head).
 HEAD_BYTES = 1 << 20
 # The kinds that are no evidence by themselves that a log is vLLM's (a Python traceback).
 NOT_EVIDENCE = {"traceback_start", "frame", "serving_call", "exception_chain", "exception"}
@@ -74,13 +81,27 @@ def keeping_head(chunks: Iterable[bytes | bytearray], head: list[bytes]) -> Iter
         yield chunk
 
 
-def with_record(facts: list[Fact], head: Iterator[Line]) -> list[Fact]:
-    """The facts, with the log's first vLLM record among them when nothing else shows it is vLLM's."""
+def with_head(facts: list[Fact], lines: Iterable[Line]) -> list[Fact]:
+    """The facts, with what the head of the log shows besides: the first request the server answered,
+    and the log's first vLLM record when nothing else shows it is vLLM's."""
+    head = list(itertools.islice(lines, HEAD_LINES))
+    if answer := first_answer(head):
+        facts = _inserted(facts, answer)
     if any(fact.kind not in NOT_EVIDENCE for fact in facts):
         return facts
     # A traceback read from the excerpt places its own error; a record's lines alone (a tensor it printed) do not.
     record = first_record(head, errors=not facts)
-    if record is None:
-        return facts
-    at = next((i for i, fact in enumerate(facts) if fact.line >= record.line), len(facts))
-    return [*facts[:at], record, *facts[at:]]
+    return facts if record is None else _inserted(facts, record)
+
+
+def first_answer(head: Iterable[Line]) -> Fact | None:
+    """The first request the server answered, from its access line."""
+    for line in head:
+        if ANSWERED.search(line.text):
+            return Fact(kind="request_answered", line=line.number)
+    return None
+
+
+def _inserted(facts: list[Fact], fact: Fact) -> list[Fact]:
+    at = next((i for i, other in enumerate(facts) if other.line >= fact.line), len(facts))
+    return [*facts[:at], fact, *facts[at:]]

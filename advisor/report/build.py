@@ -34,7 +34,7 @@ def parse(lines: Iterable[Line]) -> list[Fact]:
             yield line
 
     found = list(bounded_tracebacks(continued_facts(keeping_head(lines), parse_line)))
-    return records.with_record(found, iter(head))
+    return records.with_head(found, iter(head))
 
 
 def analyze(

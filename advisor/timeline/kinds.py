@@ -15,9 +15,9 @@ FINISHED_KINDS = {"ready", "shutdown", "engine_start_failed"}
 # Signs that startup is over: a server that got ready, or one already serving (online or offline).
 READY_KINDS = {"ready", "stats", "offline_progress"}
 # Signs that the server had got ready before them, unless its start had failed before (a wrapper's own
-# server answers while vLLM starts, Xinference's 503s): a request it answered (with an HTTP error) or took
+# server answers while vLLM starts, Xinference's 503s): a request it answered (or answered with an HTTP error) or took
 # in, an engine dead to its requests, a serving loop that failed, uvicorn shutting down the app it started.
-SERVED_KINDS = {"http_error", "request_added", "engine_dead", "engine_loop_failed", "app_shutdown"}
+SERVED_KINDS = {"http_error", "request_answered", "request_added", "engine_dead", "engine_loop_failed", "app_shutdown"}
 # Signs that requests were being served, for excerpts that start after readiness.
 SERVING_KINDS = {
     "stats",
@@ -28,6 +28,7 @@ SERVING_KINDS = {
     "prompt_too_long_v1",
     "prompt_exceeds_blocks",
     "http_error",
+    "request_answered",
     "preemption",
     "preemption_count",
     "request_aborted",

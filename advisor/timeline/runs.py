@@ -33,6 +33,10 @@ from advisor.timeline.kinds import (
     TRACEBACK_KINDS,
 )
 
+# A stats line's engine: the process that printed it, and the engine's index it names.
+Engine = tuple[str | None, Number | None]
+# An engine's last stats values, and how many of its lines in a row processed no token while requests ran.
+EngineStats = tuple[dict[str, Number], int]
 # The derived values of an event that moved nothing: one read-only mapping shared by all of them.
 NO_CHANGE: Mapping[str, float] = MappingProxyType({})
 
@@ -152,7 +156,7 @@ def place(run: Run) -> list[Event]:
     compile_lines = {f.line for f in facts if f.text.get("compiling")}
     captured_late = _before_unfinished_capture(facts)
     events: list[Event] = []
-    previous_stats: dict[tuple[str | None, Number | None], dict[str, Number]] = {}  # by process and engine
+    previous_stats: dict[Engine, EngineStats] = {}
     capturing = sized = False
     last_values: dict[str, Number] = {}
     peak = backend = progress = None
@@ -191,9 +195,7 @@ def place(run: Run) -> list[Event]:
             compiling = capturing or id(fact) in captured_late or line in compile_lines
             stage = _stage_from_context(line in weights_lines, phase, compiling, sized)
         if kind == "stats":
-            engine = (fact.process, values.get("engine"))
-            events.append(Event(fact, phase, stage, frames, _stats_change(previous_stats.get(engine), values)))
-            previous_stats[engine] = values
+            events.append(_stats_event(Event(fact, phase, stage, frames), values, previous_stats))
         else:
             events.append(Event(fact, phase, stage, frames))
         running = values.get("running_reqs")
@@ -254,6 +256,28 @@ def _stuck(kind: str, values: Mapping[str, Number]) -> bool:
         kind == "stats"
         and values.get("waiting_reqs", 0) > 0
         and values.get("running_reqs") == 0
+        and values.get("prompt_throughput") == 0
+        and values.get("generation_throughput") == 0
+    )
+
+
+def _stats_event(event: Event, values: dict[str, Number], previous: dict[Engine, EngineStats]) -> Event:
+    """A stats line's event, with how the queues moved since its engine's line before it and, from the
+    second, how many lines in a row processed no token while requests ran (`previous`: each engine's
+    last values and that count, updated)."""
+    engine = (event.fact.process, values.get("engine"))
+    before, stalled = previous.get(engine, (None, 0))
+    stalled = stalled + 1 if _tokenless(values) else 0
+    change = _stats_change(before, values)
+    event.derived = {**change, "stalled_lines": stalled} if stalled > 1 else change
+    previous[engine] = (values, stalled)
+    return event
+
+
+def _tokenless(values: Mapping[str, Number]) -> bool:
+    """A stats line of requests running with no token processed in its interval."""
+    return (
+        values.get("running_reqs", 0) > 0
         and values.get("prompt_throughput") == 0
         and values.get("generation_throughput") == 0
     )

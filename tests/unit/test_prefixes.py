@@ -49,6 +49,8 @@ UNLEARNABLE = {
     "29210",
     "30024",
     "30308",
+    "31104",
+    "31105",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
