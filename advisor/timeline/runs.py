@@ -154,6 +154,7 @@ def place(run: Run) -> list[Event]:
         runtime_from = math.inf if (served := run.served_line) is None else served
     weights_lines = {f.line for f in facts if f.kind == "weights_create_failed"}
     compile_lines = {f.line for f in facts if f.text.get("compiling")}
+    loaded_at = _loaded_at(facts)
     captured_late = _before_unfinished_capture(facts)
     events: list[Event] = []
     previous_stats: dict[Engine, EngineStats] = {}
@@ -193,7 +194,8 @@ def place(run: Run) -> list[Event]:
         sized = sized or stage == "kv_sizing"  # an error raised while sizing: sizing had begun
         if not stage:
             compiling = capturing or id(fact) in captured_late or line in compile_lines
-            stage = _stage_from_context(line in weights_lines, phase, compiling, sized)
+            profiling = sized or line > loaded_at.get(fact.process, math.inf)
+            stage = _stage_from_context(line in weights_lines, phase, compiling, profiling)
         if kind == "stats":
             events.append(_stats_event(Event(fact, phase, stage, frames), values, previous_stats))
         else:
@@ -238,6 +240,16 @@ def _before_unfinished_capture(facts: list[Fact]) -> set[int]:
     if start is None or any(f.kind in ("graph_captured", "ready") and f.line > start.line for f in facts):
         return set()
     return {id(f) for f in facts if f.line <= start.line and f.process != start.process}
+
+
+def _loaded_at(facts: list[Fact]) -> dict[str | None, int]:
+    """Where each process had its model loaded ("Model loading took"): what fails after it with no step
+    of its own fails in the profiling run that sizes the KV cache, not in the weights."""
+    loaded: dict[str | None, int] = {}
+    for fact in facts:
+        if fact.kind == "weights":
+            loaded.setdefault(fact.process, fact.line)
+    return loaded
 
 
 def _stage_from_context(creating_weights: bool, phase: str, capturing: bool, sized: bool) -> str:
