@@ -460,6 +460,11 @@ class ToFacts(Transformer[Token, Parts]):
     def ray_devices_short(self, c: Children) -> Parts:
         return {"values": _named(("required_devices", "total_devices"), c)}
 
+    def shutdown(self, c: Children) -> Parts:
+        # A signal's handler names it; "Shutdown initiated" is the engine core's graceful stop on one.
+        words = _token(c, "A_SHUTDOWN") or ""
+        return {"text": {"signalled": "yes"}} if "SIG" in words or words.startswith("Shutdown initiated") else {}
+
     def ready(self, c: Children) -> Parts:
         return {"values": _named(("init_seconds",), c)}
 

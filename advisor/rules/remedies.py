@@ -238,7 +238,10 @@ def arithmetic(v: dict[str, Any]) -> dict[str, Any]:  # noqa: C901  (each figure
     if isinstance(port, int):
         out["next_port"] = port + 1
     if max_len and concurrency:
-        out["half_max_len"] = round_length(max_len * 0.5 / 0.8)  # about half, rounded like the others
+        half = round_length(max_len * 0.5 / 0.8)  # about half, rounded like the others
+        # Offered only where it fits: below 0.5x, half the length is still more than the cache holds.
+        if half < concurrency * max_len:
+            out["half_max_len"] = half
     derived = v.get("derived_max_model_len")
     if derived:
         out["derived_max_model_len"] = int(derived)

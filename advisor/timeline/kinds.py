@@ -40,6 +40,8 @@ SERVING_KINDS = {
 # more often than start-up's dummy inputs: an excerpt that shows one before any startup step began
 # after readiness (but none of them is progress).
 DEATH_WHILE_SERVING_KINDS = {"engine_dead", "engine_loop_failed", "app_shutdown", "device_assert"}
+# The engine's own death, as the API server or its loop states it.
+ENGINE_DEATH_KINDS = {"engine_dead", "engine_loop_failed", "engine_fatal"}
 # Signs of startup progress: their presence means the excerpt did not start mid-serving.
 STARTUP_KINDS = {
     "engine_config",

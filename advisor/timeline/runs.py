@@ -21,6 +21,7 @@ from advisor.timeline.frames import (
     traceback_stages,
 )
 from advisor.timeline.kinds import (
+    ENGINE_DEATH_KINDS,
     FINISHED_KINDS,
     KV_SIZING_KINDS,
     LOGGED_KINDS,
@@ -93,10 +94,18 @@ class Run:
 
     @property
     def shutdown_line(self) -> int | None:
-        """The first sign of a stop: vLLM's shutdown, or the KeyboardInterrupt of the operator's Ctrl-C."""
-        return next(
-            (f.line for f in self.facts if f.kind == "shutdown" or (f.kind == "exception" and _interrupted(f))), None
-        )
+        """The first sign of a stop: vLLM's shutdown, or the KeyboardInterrupt of the operator's Ctrl-C.
+        A shutdown that names no signal, in a run that shows none, with the engine's death after it, is
+        that death's doing, no stop: vLLM's server exits when its engine dies, and another process may
+        log the death after the exit began."""
+        stops = [f for f in self.facts if f.kind == "shutdown" or (f.kind == "exception" and _interrupted(f))]
+        if not stops:
+            return None
+        first = stops[0].line
+        signalled = any(f.kind == "exception" or f.text.get("signalled") for f in stops)
+        if not signalled and any(f.kind in ENGINE_DEATH_KINDS and f.line > first for f in self.facts):
+            return None
+        return first
 
     def launch_args(self) -> dict[str, Any]:
         return next((f.args for f in self.facts if f.kind in ("non_default_args", "namespace_args") and f.args), {})

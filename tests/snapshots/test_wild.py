@@ -94,6 +94,8 @@ KNOWN_WRONG: dict[str, str] = {
     "30209": "OpenRLHF's ActorDiedError for its LLMRayActor's creation, no vLLM line",
     "30302": "a V0 start that stops after its attention backend, no error: the stall is the poster's words",
     "30308": "Ray's 0.2 'required GPUs exceeds ... in the cluster', labelled by the vocabulary's parallel size",
+    "32503": "a TP start cut after Ray's /dev/shm warning: the crash is in the thread's title, not the log",
+    "32509": "Dynamo re-logs vLLM's records without their level and date ('VLLM: engine.py:518] ...'): no envelope",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -103,6 +105,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "30107": "gpu_memory_utilization is in the notebook's own LLM(...) call, not vLLM's output",
     "30108": "the blog glued its heading to the flag's value ('0.2#...'): no number is read",
     "30302": "the poster redacted the model's quoted name, leaving the engine's config line unbalanced",
+    "32202": "the utilization is in Xinference's own dict of engine arguments, cut at the line's start",
     "29004": "the stats line is garbled as posted ('Waiting: 0he usage: 0.0%'): its KV usage is not read",
     "29102": "the flags are in a command pasted one flag a row without backslashes, which is read as no command",
     "29202": "utilization and total memory are in the poster's prose, not vLLM's output",

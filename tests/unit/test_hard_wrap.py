@@ -33,6 +33,8 @@ KNOWN = {
     (120, "20106"): "an anchor's words (the stage engine's fatal error) cut by the wrap",
     (160, "19212"): "vLLM 0.1's stats line cut inside its last label ('CPU KV cache us'): no clause is read",
     (120, "24101"): "'# CPU blocks' cut by the wrap under DJL's long prefix: the line of no cache blocks is not read",
+    (120, "32305"): "the attention backend's refusal and its reason ('kv_cache_dtype not supported') fall on two rows",
+    (160, "32711"): "Ray's actor prefix pushes the logger's place ([core.py:1102], the busy loop's) past the wrap",
 }
 LOGS = [
     pytest.param(

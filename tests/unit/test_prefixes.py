@@ -51,6 +51,8 @@ UNLEARNABLE = {
     "30308",
     "31104",
     "31105",
+    "32509",
+    "32513",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
