@@ -49,6 +49,8 @@ STAT_FACTS = {
 # An exit the operator asked for: systemd's signal names, and 128 + SIGINT / SIGTERM as shells and docker report them.
 OPERATOR_SIGNALS = {"TERM", "INT"}
 OPERATOR_EXIT_CODES = {130, 143}
+# The signals torchrun's "failed (exitcode: -N)" may name (Linux's numbers: the log's machine ran Linux).
+ELASTIC_SIGNALS = {2: "INT", 6: "ABRT", 7: "BUS", 9: "KILL", 11: "SEGV", 15: "TERM"}
 # The signal behind each of a shell's reports of a program it ran dying ("Killed", "Aborted (core dumped)"),
 # and behind a crashing process's own report ("*** SIGSEGV received", "Fatal Python error: Bus error").
 SIGNAL_WORDS = {
@@ -60,6 +62,29 @@ SIGNAL_WORDS = {
     "Bus error": "BUS",
     "BUS": "BUS",
     "Floating point exception": "FPE",
+    # The same reports in the shell locales the grammar reads (glibc's and bash's translations).
+    "段错误": "SEGV",
+    "已杀死": "KILL",
+    "已放弃": "ABRT",
+    "总线错误": "BUS",
+    "程式記憶體區段錯誤": "SEGV",
+    "強制結束": "KILL",
+    "中止": "ABRT",
+    "匯流排錯誤": "BUS",
+    "強制終了": "KILL",
+    "バスエラー": "BUS",
+    "セグメンテーションフォルト": "SEGV",
+    "세그멘테이션 오류": "SEGV",
+    "죽었음": "KILL",
+    "중지됨": "ABRT",
+    "버스 오류": "BUS",
+    "세그먼테이션 오류": "SEGV",
+    "Ошибка сегментирования": "SEGV",
+    "Убито": "KILL",
+    "Аварийный останов": "ABRT",
+    "Ошибка шины": "BUS",
+    "Ошибка сегментации": "SEGV",
+    "Убит": "KILL",
     "FPE": "FPE",
     "ILL": "ILL",
 }
@@ -410,6 +435,8 @@ class ToFacts(Transformer[Token, Parts]):
             signal = next(name for word, name in SIGNAL_WORDS.items() if word in death)
             return {"values": values, "text": {"outcome": "failed", "signal": signal, "reason": "killed by a signal"}}
         code = values.get("exit_status")
+        if _token(c, "A_ELASTIC_FAILED") and isinstance(code, int) and code < 0:  # torchrun: minus the signal
+            signal = ELASTIC_SIGNALS.get(-code, "")
         stopped = signal in OPERATOR_SIGNALS or code in OPERATOR_EXIT_CODES
         outcome = "stopped" if stopped else "clean" if code == 0 else "failed"
         return {"values": values, "text": {"outcome": outcome, "signal": signal}}
@@ -436,6 +463,9 @@ class ToFacts(Transformer[Token, Parts]):
         return {"values": _named(("long_prompt_tokens", "max_seq_len"), c)}
 
     prompt_too_long_v1 = prompt_too_long
+
+    def max_tokens_negative(self, c: Children) -> Parts:
+        return {"values": _named(("negative_max_tokens",), c)}
 
     def prompt_exceeds_blocks(self, c: Children) -> Parts:
         return {"values": _named(("blocks_prompt_tokens",), c)}

@@ -27,6 +27,7 @@ SERVING_KINDS = {
     "prompt_too_long",
     "prompt_too_long_v1",
     "prompt_exceeds_blocks",
+    "max_tokens_negative",
     "http_error",
     "request_answered",
     "preemption",
@@ -55,6 +56,7 @@ STARTUP_KINDS = {
     "kv_cache_size",
     "gpu_blocks",
     "graph_capture_start",
+    "rank_assigned",
 }
 # Signs that vLLM was still making progress: an error after the last of them ends the run.
 PROGRESS_KINDS = STARTUP_KINDS | READY_KINDS | SERVING_KINDS

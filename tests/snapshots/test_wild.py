@@ -106,6 +106,7 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "30108": "the blog glued its heading to the flag's value ('0.2#...'): no number is read",
     "30302": "the poster redacted the model's quoted name, leaving the engine's config line unbalanced",
     "32202": "the utilization is in Xinference's own dict of engine arguments, cut at the line's start",
+    "33602": "the paste wrapped the launch command inside the model's path: its flags are not read",
     "29004": "the stats line is garbled as posted ('Waiting: 0he usage: 0.0%'): its KV usage is not read",
     "29102": "the flags are in a command pasted one flag a row without backslashes, which is read as no command",
     "29202": "utilization and total memory are in the poster's prose, not vLLM's output",

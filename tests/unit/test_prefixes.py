@@ -53,6 +53,7 @@ UNLEARNABLE = {
     "31105",
     "32509",
     "32513",
+    "33506",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
