@@ -7,9 +7,10 @@ import re
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, links), charset switches;
 # "^[[1;31m" is how `less` and `cat -v` show a raw ESC, and logs get pasted that way.
-# "\ufffd[1;36m" is one whose ESC a copy through a browser turned into the replacement character.
+# "\ufffd[1;36m" is one whose ESC a copy through a browser turned into the replacement character;
+# "#033[1;36m" is rsyslog's escape of it (control characters as "#" and three octal digits).
 ANSI = re.compile(
-    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\^\[\[[0-9;?]*[A-Za-z]|\ufffd\[[0-9;?]*[A-Za-z]"
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\^\[\[[0-9;?]*[A-Za-z]|\ufffd\[[0-9;?]*[A-Za-z]|#033\[[0-9;?]*[A-Za-z]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()][A-Z0-9]"
 )
 
@@ -69,7 +70,7 @@ RAY_REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 RECORD_SEPARATOR = "\x1e"
 # What clean() cuts out of the middle of a line (colour codes, raw or as `cat -v` shows them, and
 # NULs), so a line holding one may hide an anchor from a search of its raw bytes.
-CUT_FROM_INSIDE = ("\x1b", "^[[", "\ufffd[", "\x00")
+CUT_FROM_INSIDE = ("\x1b", "^[[", "\ufffd[", "#033[", "\x00")
 # The key of a journald JSON record, whose MESSAGE is decoded (JSON escapes or a list of byte
 # values): its anchors may not be in the raw bytes at all.
 JOURNAL_KEY = '"MESSAGE"'

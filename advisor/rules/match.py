@@ -17,6 +17,7 @@ from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
 from advisor.timeline.frames import ANSWERED, ONE_REQUEST, SERVING_LOOPS
+from advisor.timeline.kinds import READY_KINDS, SERVED_KINDS
 from advisor.timeline.runs import Event, Run
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ class Match(BaseModel):
 # Messages that state a device's free and total memory at startup, one per rank.
 FREE_AT_STARTUP = ("free_memory_below_utilization", "cpu_memory_below_utilization")
 # Names of the whole run that an event's own values and words do not override.
-RUN_WIDE = ("kinds", "vllm_version", "became_ready", "backend")
+RUN_WIDE = ("kinds", "vllm_version", "backend")
 
 
 class RunContext:
@@ -81,7 +82,10 @@ class RunContext:
             previous = fact
         progress_line = run.progress_line
         self.progress_until = -math.inf if progress_line is None else progress_line
-        self.names["became_ready"] = run.ready_line is not None or run.served_line is not None
+        # The last sign of readiness (the engine's own counts: what failed before it, vLLM went on from).
+        ready_kinds = READY_KINDS | (SERVED_KINDS if run.served_line is not None else set())
+        readiness = [f.line for f in run.facts if f.kind in ready_kinds]
+        self.ready_until = max(readiness, default=-math.inf)
         self.names["backend"] = run.backend
 
     def own_names(self, event: Event) -> dict[str, Any]:
@@ -113,6 +117,9 @@ class RunContext:
         names["at_end"] = line >= self.progress_until  # nothing after it shows vLLM going on
         for name in RUN_WIDE:
             names.pop(name, None)
+        # The run got ready after it: a failure after the engine's readiness alone (the API server's own
+        # start failing) did not.
+        names["became_ready"] = self.ready_until > line
         return names
 
     def whole(self, own: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:

@@ -83,6 +83,12 @@ class Run:
         return next((f.line for f in self.facts if f.kind in READY_KINDS), None)
 
     @property
+    def serving_line(self) -> int | None:
+        """The first line from which the server serves: its readiness, bar the engine's own ("init engine ...
+        took"), after which the API server still starts (its chat template, LoRA modules, routes)."""
+        return next((f.line for f in self.facts if f.kind in READY_KINDS and "init_seconds" not in f.values), None)
+
+    @property
     def served_line(self) -> int | None:
         """The first sign that the server had got ready before it (SERVED_KINDS), if its start did not fail first."""
         for fact in self.facts:
@@ -155,8 +161,8 @@ def place(run: Run) -> list[Event]:
     # all startup.
     stage_of_line, open_frames = traceback_stages(facts)
     runtime_from: float
-    if run.ready_line is not None:
-        runtime_from = run.ready_line
+    if run.serving_line is not None:
+        runtime_from = run.serving_line
     elif started_mid_way(facts, stage_of_line):
         runtime_from = -math.inf
     else:

@@ -44,6 +44,13 @@ def test_real_wrapper_is_removed(name, number, wrapper):
     assert fixture_line(name, number) == raw.removeprefix(wrapper)
 
 
+def test_rsyslog_escaped_colour_codes_are_removed():
+    # rsyslog writes a control character as "#" and its three octal digits: ESC is "#033".
+    raw = raw_line("34015", 1)
+    assert "#033[1;36m" in raw
+    assert fixture_line("34015", 1).startswith("(VllmWorker rank=3 pid=140343) OSError: ")
+
+
 def test_k9s_box_frame_is_removed():
     raw = raw_line("058", 5)
     assert raw.startswith("│ ") and raw.endswith("│")
@@ -228,7 +235,7 @@ def test_what_unwrap_cuts_from_inside_a_line_is_named_for_the_fast_path():
     from advisor.ingest.unwrap import CUT_FROM_INSIDE, clean
 
     # each mark as it comes in a real line ("\ufffd[": an ESC a browser copy replaced)
-    cut = {"\x1b": "\x1b[1m", "^[[": "^[[1m", "\ufffd[": "\ufffd[1;36m", "\x00": "\x00"}
+    cut = {"\x1b": "\x1b[1m", "^[[": "^[[1m", "\ufffd[": "\ufffd[1;36m", "#033[": "#033[1;36m", "\x00": "\x00"}
     assert set(cut) == set(CUT_FROM_INSIDE)
     for piece in cut.values():
         assert clean(f"INFO CUDA {piece}out of memory.{piece}") == "INFO CUDA out of memory."
