@@ -46,11 +46,14 @@ class Scenario:
 
 
 BUDGET = ["--kv-cache-memory-bytes", "16000000"]  # a fixed KV budget: the outcome does not hang on free memory
+# The captured failures and their relaunches run eager: compilation takes half of a CPU launch, and no
+# scenario's failure or fix depends on it (the bundled captures keep the flags they were taken with).
+EAGER = ["--enforce-eager"]
 SCENARIOS = [
     Scenario(
         "HTTP port already in use",
         {("startup", "port_in_use")},
-        flags=["--max-model-len", "4096", *BUDGET],
+        flags=["--max-model-len", "4096", *BUDGET, *EAGER],
         hold_port=True,
     ),
     Scenario(
@@ -63,23 +66,23 @@ SCENARIOS = [
     Scenario(
         "--tensor-parallel-size 3 with 2 attention heads",
         {("startup", "tp_heads_mismatch")},
-        flags=["--tensor-parallel-size", "3", "--max-model-len", "4096", *BUDGET],
+        flags=["--tensor-parallel-size", "3", "--max-model-len", "4096", *BUDGET, *EAGER],
     ),
     # The fix (the model's 32768) needs 32 MiB of KV cache at 1 KiB per token: the budget holds it.
     Scenario(
         "--max-model-len 65536 above the model's 32768",
         {("startup", "max_len_exceeds_model")},
-        flags=["--max-model-len", "65536", "--kv-cache-memory-bytes", "48000000"],
+        flags=["--max-model-len", "65536", "--kv-cache-memory-bytes", "48000000", *EAGER],
     ),
     Scenario(
         "--gpu-memory-utilization 0.99 above the free memory",
         {("startup", "free_memory_below_utilization")},
-        flags=["--max-model-len", "4096", "--gpu-memory-utilization", "0.99"],
+        flags=["--max-model-len", "4096", "--gpu-memory-utilization", "0.99", *EAGER],
     ),
     Scenario(
         "--tensor-parallel-size 2 on one NUMA node",
         {("startup", "parallel_size_exceeds_devices")},
-        flags=["--tensor-parallel-size", "2", "--max-model-len", "4096", *BUDGET],
+        flags=["--tensor-parallel-size", "2", "--max-model-len", "4096", *BUDGET, *EAGER],
     ),
     Scenario(
         "healthy under 4 concurrent requests", {("healthy", "none")}, bundled="healthy.log", load=4, max_tokens=256
