@@ -79,10 +79,6 @@ class Run:
         return {f.kind for f in self.facts}
 
     @property
-    def ready_line(self) -> int | None:
-        return next((f.line for f in self.facts if f.kind in READY_KINDS), None)
-
-    @property
     def serving_line(self) -> int | None:
         """The first line from which the server serves: its readiness, bar the engine's own ("init engine ...
         took"), after which the API server still starts (its chat template, LoRA modules, routes)."""
