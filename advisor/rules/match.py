@@ -17,7 +17,6 @@ from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
 from advisor.timeline.frames import ANSWERED, ONE_REQUEST, SERVING_LOOPS
-from advisor.timeline.kinds import READY_KINDS, SERVED_KINDS
 from advisor.timeline.runs import Event, Run
 
 log = logging.getLogger(__name__)
@@ -82,10 +81,7 @@ class RunContext:
             previous = fact
         progress_line = run.progress_line
         self.progress_until = -math.inf if progress_line is None else progress_line
-        # The last sign of readiness (the engine's own counts: what failed before it, vLLM went on from).
-        ready_kinds = READY_KINDS | (SERVED_KINDS if run.served_line is not None else set())
-        readiness = [f.line for f in run.facts if f.kind in ready_kinds]
-        self.ready_until = max(readiness, default=-math.inf)
+        self.ready_until = run.last_ready_line
         self.names["backend"] = run.backend
 
     def own_names(self, event: Event) -> dict[str, Any]:

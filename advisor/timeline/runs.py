@@ -95,6 +95,13 @@ class Run:
         return None
 
     @property
+    def last_ready_line(self) -> float:
+        """The last sign of readiness, the engine's own included (-inf when none): what failed before it,
+        vLLM went on from; the signs the server had served count unless its start failed first."""
+        served = SERVED_KINDS if self.served_line is not None else set()
+        return max((f.line for f in self.facts if f.kind in READY_KINDS or f.kind in served), default=-math.inf)
+
+    @property
     def shutdown_line(self) -> int | None:
         """The first sign of a stop: vLLM's shutdown, or the KeyboardInterrupt of the operator's Ctrl-C.
         A shutdown that names no signal, in a run that shows none, with the engine's death after it, is

@@ -59,8 +59,15 @@ CASES = [
 def capture(python: str, model: Path, max_model_len: int, kv_bytes: int, log_path: Path, timeout: float = 400) -> str:
     """Start vLLM once (start() waits for the launch lock), stop it when the KV cache is sized; the log text."""
     # Eager: on CPU, compilation runs before the KV cache is sized and does not change it (half the launch's time).
-    args = ["--model", str(model), "--max-model-len", str(max_model_len), "--kv-cache-memory-bytes", str(kv_bytes)]
-    args.append("--enforce-eager")
+    args = [
+        "--model",
+        str(model),
+        "--max-model-len",
+        str(max_model_len),
+        "--kv-cache-memory-bytes",
+        str(kv_bytes),
+        "--enforce-eager",
+    ]
     server = live_server.start(python, args, log_path, live_server.free_port())  # takes the launch lock
     try:
         deadline = time.monotonic() + timeout
