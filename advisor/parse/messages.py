@@ -49,6 +49,8 @@ STAT_FACTS = {
 # An exit the operator asked for: systemd's signal names, and 128 + SIGINT / SIGTERM as shells and docker report them.
 OPERATOR_SIGNALS = {"TERM", "INT"}
 OPERATOR_EXIT_CODES = {130, 143}
+# vLLM's stops that only a signal's handler logs, naming none: the engine core's (0.2x) and the API server's (0.32 on).
+SIGNALLED_STOPS = ("Shutdown initiated", "API server: shutdown triggered")
 # The signals torchrun's "failed (exitcode: -N)" may name (Linux's numbers: the log's machine ran Linux).
 ELASTIC_SIGNALS = {2: "INT", 6: "ABRT", 7: "BUS", 9: "KILL", 11: "SEGV", 15: "TERM"}
 # The signal behind each of a shell's reports of a program it ran dying ("Killed", "Aborted (core dumped)"),
@@ -491,9 +493,10 @@ class ToFacts(Transformer[Token, Parts]):
         return {"values": _named(("required_devices", "total_devices"), c)}
 
     def shutdown(self, c: Children) -> Parts:
-        # A signal's handler names it; "Shutdown initiated" is the engine core's graceful stop on one.
+        # A signal's handler names it; the engine core's graceful stop ("Shutdown initiated") and the API
+        # server's "shutdown triggered" are logged by the handlers of one alone.
         words = _token(c, "A_SHUTDOWN") or ""
-        return {"text": {"signalled": "yes"}} if "SIG" in words or words.startswith("Shutdown initiated") else {}
+        return {"text": {"signalled": "yes"}} if "SIG" in words or words.startswith(SIGNALLED_STOPS) else {}
 
     def ready(self, c: Children) -> Parts:
         return {"values": _named(("init_seconds",), c)}
