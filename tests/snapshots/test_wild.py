@@ -100,6 +100,13 @@ KNOWN_WRONG: dict[str, str] = {
     "34207": "an Ascend DP rank's dummy batch (run by profiling and by idle ranks while serving): the start-up prior",
     "34302": "a fork's request handler logs at a line no release has: its answered traceback reads as a failing end",
     "34306": "a wrapper (Lemonade) kills vLLM before it prints a line: no vLLM record at all",
+    "35005": "only the V0 client's DEBUG 'Waiting for output from MQLLMEngine' on Neuron: the hang is in the thread",
+    "35013": "V0 workers' 'Worker ready; awaiting tasks' under lm-eval, then nothing: the hang is in the thread",
+    "35014": "an RL trainer's engine config cut mid-line, no error: the stop is the poster's words",
+    "35016": "a libcuda import warning on a host with no NVIDIA GPU, cut at its arguments: the error is in the thread",
+    "35020": "ipex's 4 GB allocation limit on XPU in an SDPA forward, no serving sign: the benchmark is in the thread",
+    "35021": "a Ray worker's OOM in a GPTQ kernel cut before the method it was asked: the lone-OOM prior says weights",
+    "35209": "a RunPod console export newest first: a later worker's start reads before the earlier worker's failure",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -156,6 +163,8 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "26107": "the total is in verl's own offload lines ('66.48 GB / 79.10 GB'), which the grammar does not read",
     "26209": "max_model_len is only in the notebook cell's code that Jupyter's traceback quotes",
     "27006": "a stats line hard-wrapped at 84 columns whose second row the excerpt cuts at 'Wait': not read in part",
+    "35010": "tensor_parallel_size is in the engine config's second row, hard-wrapped by the poster with a backslash",
+    "35020": "ipex's 'Current platform can NOT allocate memory block ... Tried to allocate' is not read as an OOM",
 }
 
 

@@ -88,6 +88,8 @@ ENTRY_POINTS = {
         "chat_completion_stream_generator",
         "completion_stream_generator",
         "_log_task_completion",
+        # its name before 0.5 (the background loop's done-callback, which no call reaches)
+        "_raise_exception_on_finish",
         "_run_engine",
         # a prefill that continues a request's cached prefix: profiling and capture have none (V0's and the
         # ROCm backends' prefix-prefill kernel too)
