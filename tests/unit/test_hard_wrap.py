@@ -33,6 +33,7 @@ KNOWN = {
     (120, "24101"): "'# CPU blocks' cut by the wrap under DJL's long prefix: the line of no cache blocks is not read",
     (120, "32305"): "the attention backend's refusal and its reason ('kv_cache_dtype not supported') fall on two rows",
     (160, "32711"): "Ray's actor prefix pushes the logger's place ([core.py:1102], the busy loop's) past the wrap",
+    (120, "35204"): "the wrap cuts the shm-broadcast wait's anchor words in two under a collector's timestamp",
 }
 LOGS = [
     pytest.param(
