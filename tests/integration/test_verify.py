@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, analyze_fixture, fixture_path
+from conftest import ROOT, analyze_fixture, fixture_path, sigint_default
 
 from advisor import cli
 from advisor.live import ladder, launch, server
@@ -272,6 +272,7 @@ def test_no_server_outlives_the_check_however_it_ends(tmp_path, stop):
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=sigint_default,
     )
     deadline = time.monotonic() + 60
     while not stand_in_servers(str(log)) and time.monotonic() < deadline:
