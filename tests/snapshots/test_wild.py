@@ -107,6 +107,10 @@ KNOWN_WRONG: dict[str, str] = {
     "35020": "ipex's 4 GB allocation limit on XPU in an SDPA forward, no serving sign: the benchmark is in the thread",
     "35021": "a Ray worker's OOM in a GPTQ kernel cut before the method it was asked: the lone-OOM prior says weights",
     "35209": "a RunPod console export newest first: a later worker's start reads before the earlier worker's failure",
+    "36007": "V0's 'Error in model execution' (an illegal access) with no start-up step: the prior says serving",
+    "36008": "the 0.17 banner and its arguments cut mid-line: the failure is in the thread",
+    "36016": "V0's engine config after a long-context warning, then nothing: the hang is in the thread",
+    "36103": "an Ascend start cut during engine init with a KV offloading connector: the hang is in the thread",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -165,6 +169,8 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "27006": "a stats line hard-wrapped at 84 columns whose second row the excerpt cuts at 'Wait': not read in part",
     "35010": "tensor_parallel_size is in the engine config's second row, hard-wrapped by the poster with a backslash",
     "35020": "ipex's 'Current platform can NOT allocate memory block ... Tried to allocate' is not read as an OOM",
+    "36008": "tensor_parallel_size is in the non-default arguments' dict, which the excerpt cuts before its end",
+    "36219": "max_seq_len is in an engine config line whose start the excerpt cuts: no envelope, no record",
 }
 
 
