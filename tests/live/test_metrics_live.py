@@ -67,6 +67,15 @@ def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model
     assert all(s["outcome"] == "confirmed" for s in report["metrics"]["log_findings"]), report["metrics"]
 
 
+def cache_usage_peak(port: int, seconds: float) -> float:
+    """The highest KV cache usage (vllm:kv_cache_usage_perc, 0 to 1) that /metrics showed over some seconds."""
+    peak, until = 0.0, time.monotonic() + seconds
+    while time.monotonic() < until:
+        peak = max(peak, live_server.metrics(port).get("vllm:kv_cache_usage_perc", 0.0))
+        time.sleep(0.5)
+    return peak
+
+
 def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_path):
     log = tmp_path / "cache-full.log"
     # tools/live/capture_scenarios.py's healthy-cache-full: 4 requests of ~1,300 tokens always in flight fill
@@ -78,7 +87,7 @@ def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_p
     try:
         with ThreadPoolExecutor(1) as pool:
             load = pool.submit(capture_scenarios.fill_cache, server, str(tiny_model))  # 35 s, then one stats line
-            time.sleep(20)
+            peak = cache_usage_peak(server.port, seconds=20)
             during = advisor_json("--metrics", url)  # judged alone while the cache is full
             load.result()
         joined, joined_code = advisor_json("--metrics", url, str(log))
@@ -87,11 +96,11 @@ def test_cache_full_for_a_moment_without_preemption_is_healthy(tiny_model, tmp_p
     finally:
         live_server.stop(server)
     stats = [e["values"] for e in joined["events"] if e["kind"] == "stats"]
-    print("stats lines:", stats, "\nduring:", during[0]["metrics"]["read"][0]["values"])
+    print("peak:", peak, "\nstats lines:", stats, "\nduring:", during[0]["metrics"]["read"][0]["values"])
     assert counter == 0
-    # The cache was busy: the load peaks near 90%, but the 10-second stats lines sample it, and on a loaded
-    # machine they have caught it at 72.7% at best (the bundled capture: 88.6%).
-    assert max(s.get("kv_cache_usage_pct", 0) for s in stats) >= 60, stats
+    # The cache was busy: the load peaks near 90% (the bundled capture: 88.6%). The 10-second stats lines only
+    # sample it (43.2% at best on one run), so the gauge polled twice a second says how full it got.
+    assert peak >= 0.6, (peak, stats)
     for report, code in (during, (joined, joined_code), (alone, alone_code)):
         verdict = report["verdict"]
         assert code == 0 and (verdict["phase"], verdict["failure"]) == ("healthy", "none"), verdict
