@@ -54,6 +54,9 @@ UNLEARNABLE = {
     "32509",
     "32513",
     "33506",
+    "36015",
+    "36018",
+    "36109",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
