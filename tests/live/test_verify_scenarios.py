@@ -61,7 +61,9 @@ SCENARIOS = [
         {("runtime", "preemption"), ("runtime", "kv_cache_saturated"), ("healthy", "none")},
         bundled="preemption.log",
         load=10,
-        max_tokens=1000,
+        # Long enough that the ten overlap however fast the machine answers: with 1,000 tokens a fast idle run
+        # finished its first requests before the last began, and nothing was preempted.
+        max_tokens=2000,
     ),
     Scenario(
         "--tensor-parallel-size 3 with 2 attention heads",
