@@ -155,20 +155,21 @@ def _analyze_files(args: argparse.Namespace) -> int:
     if not paths:
         raise InputError(f"{' '.join(args.files)}: no files in it")
     if len(paths) == 1:
-        pending = [analyze_one(paths[0], args.cmd, args.model_dir)]
+        analyses = [analyze_one(paths[0], args.cmd, args.model_dir)]
     else:  # an archive: the logs are read in parallel
-        results = pipeline.pending_many(paths, args.cmd, args.model_dir)
-        pending = [_checked(path, result) for path, result in zip(paths, results, strict=True)]
+        results = pipeline.analyses(paths, args.cmd, args.model_dir)
+        analyses = [_checked(path, result) for path, result in zip(paths, results, strict=True)]
     try:
         with writing("report"):
             if output == "json":
-                json_format.write(pending, sys.stdout)
+                json_format.write(analyses, sys.stdout)
             else:
-                sys.stdout.write(render(output, [report.report() for report in pending]))
+                sys.stdout.write(render(output, [analysis.report() for analysis in analyses]))
             sys.stdout.flush()
     except pipeline.ProcessDied as error:  # the report was cut short: say why on stderr
         raise InputError(f"cannot finish the report: {error}") from None
-    return exit_code([report.report() for report in pending], args.fail_on)
+    # The verdicts and findings decide: a big log's events need not be made into objects for it.
+    return exit_code([analysis.diagnosis().report for analysis in analyses], args.fail_on)
 
 
 def _with_metrics(args: argparse.Namespace, output: str) -> int:
@@ -207,14 +208,14 @@ def exit_code(reports: list[Report], fail_on: str | None) -> int:
     return EXIT_FAILURE if failed else EXIT_OK
 
 
-def analyze_one(path: str, user_command: str | None, model_dir: str | None = None) -> pipeline.PendingReport:
+def analyze_one(path: str, user_command: str | None, model_dir: str | None = None) -> pipeline.Analysis:
     try:
-        return pipeline.pending(path, user_command, model_dir=model_dir)
+        return pipeline.analysis(path, user_command, model_dir=model_dir)
     except (OSError, EOFError, pipeline.ProcessDied) as error:
         return _checked(path, error)
 
 
-def _checked(path: str, result: pipeline.PendingReport | BaseException) -> pipeline.PendingReport:
+def _checked(path: str, result: pipeline.Analysis | BaseException) -> pipeline.Analysis:
     """The report, or the one-line error of a log that cannot be read."""
     if not isinstance(result, BaseException):
         return result

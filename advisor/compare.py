@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor.command import flag_name
-from advisor.pipeline import PendingReport
+from advisor.pipeline import Analysis
 from advisor.report.contract import Report
 from advisor.scrape.fetch import read
 from advisor.scrape.figures import figures
@@ -101,14 +101,14 @@ def _effect(before: Row, after: Row) -> str:
     return said
 
 
-def compare(runs: list[PendingReport], metrics: list[str]) -> list[Row]:
+def compare(runs: list[Analysis], metrics: list[str]) -> list[Row]:
     """The rows of these logs' reports, each with its /metrics source when `metrics` pairs one with every
     log (MetricsError for a source that cannot be read)."""
     dumps: list[dict[str, Any] | None] = [figures(parse(read(source))) for source in metrics]
     rows = []
-    for pending, dump in zip(runs, dumps or [None] * len(runs), strict=True):
-        last, _ = pending.diagnosed().last
-        rows.append(row(pending.report().as_report(), last.launch_args() if last is not None else {}, dump))
+    for analysis, dump in zip(runs, dumps or [None] * len(runs), strict=True):
+        last, _ = analysis.diagnosis().last
+        rows.append(row(analysis.report(), last.launch_args() if last is not None else {}, dump))
     return compared(rows)
 
 

@@ -11,19 +11,25 @@ import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from typing import TextIO
 
 from advisor.fast import background, scan
 from advisor.fast.background import ProcessDied
-from advisor.fast.packed_report import PendingReport
 from advisor.ingest import sources
 from advisor.parse.facts import Fact
 from advisor.plan import model as model_shape
-from advisor.report.build import build_report, parse
-from advisor.report.contract import Report
+from advisor.plan.model import ModelShape
+from advisor.report import writer
+from advisor.report.build import Diagnosis, build_report, diagnose, event_facts, parse, with_events
+from advisor.report.contract import Report, Verdict
 
 # A log is a path (str or os.PathLike; '-' is stdin), its bytes, or an iterable of its lines.
 Log = str | os.PathLike[str] | bytes | Iterable[str]
-__all__ = ["Log", "PendingReport", "ProcessDied", "analyze", "display_name", "facts", "pending", "pending_many"]
+__all__ = ["Analysis", "Log", "ProcessDied", "analyses", "analysis", "analyze", "display_name", "facts"]
+
+# Events from which a forked process writes them while this one diagnoses the log: below it,
+# starting the process costs more than writing the events takes.
+BACKGROUND_MIN = 5_000
 
 
 def analyze(
@@ -31,16 +37,16 @@ def analyze(
 ) -> Report:
     """The report of a log; `command` is the launch command to correct when the log does not show it;
     `model_dir`, the served model's folder on this machine, whose config sizes what the log does not."""
-    if fast:  # the same Report as the plain path's, its events made from the facts
-        return pending(log, command, name=name, model_dir=model_dir).report().as_report()
+    if fast:  # the same Report as the plain path's
+        return analysis(log, command, name=name, model_dir=model_dir).report()
     return build_report(facts(log, fast=False), name or display_name(log), command, served_model(model_dir))
 
 
-def pending(
+def analysis(
     log: Log, command: str | None = None, *, name: str | None = None, model_dir: str | None = None
-) -> PendingReport:
-    """The fast path's report while it is being made: its JSON can be written before it is finished."""
-    return PendingReport(facts(log), name or display_name(log), command, served_model(model_dir))
+) -> Analysis:
+    """The log read by the fast path, its diagnosis still to make: its JSON can be written meanwhile."""
+    return Analysis(facts(log), name or display_name(log), command, served_model(model_dir))
 
 
 def served_model(model_dir: str | None) -> model_shape.ModelShape | None:
@@ -48,9 +54,9 @@ def served_model(model_dir: str | None) -> model_shape.ModelShape | None:
     return model_shape.load(model_dir) if model_dir else None
 
 
-def pending_many(
+def analyses(
     paths: list[str], command: str | None = None, model_dir: str | None = None
-) -> list[PendingReport | BaseException]:
+) -> list[Analysis | BaseException]:
     """The reports of several logs, in order, their lines read in parallel on the cores this process
     may use; a log that cannot be read gives its error in its place."""
     model = served_model(model_dir)
@@ -64,7 +70,7 @@ def pending_many(
         with pool:
             results = list(pool.map(_facts_or_error, paths, itertools.repeat(1)))
     return [
-        result if isinstance(result, BaseException) else PendingReport(result, display_name(path), command, model)
+        result if isinstance(result, BaseException) else Analysis(result, display_name(path), command, model)
         for path, result in zip(paths, results, strict=True)
     ]
 
@@ -95,3 +101,58 @@ def _line_chunks(lines: Iterable[str]) -> Iterator[bytes]:
     # Lines with or without their newline (a text file object keeps it, str.split("\n") drops it).
     for line in lines:
         yield line.encode("utf-8", "surrogateescape") + (b"" if line.endswith("\n") else b"\n")
+
+
+class Analysis:
+    """A log's facts and, made when first asked, their diagnosis and report. Its JSON starts with
+    the events, known from the facts alone: for a big log a forked process writes them while this
+    one diagnoses (runs, rules, findings), which follows them."""
+
+    def __init__(self, facts: list[Fact], source: str, command: str | None = None, model: ModelShape | None = None):
+        self.facts, self.source, self.command, self.model = facts, source, command, model
+        self._diagnosis: Diagnosis | None = None
+        self._report: Report | None = None
+
+    def diagnosis(self) -> Diagnosis:
+        """The runs and matches behind the report (what `--metrics` settles); its report has no events."""
+        if self._diagnosis is None:
+            self._diagnosis = diagnose(self.facts, self.source, self.command, self.model)
+        return self._diagnosis
+
+    def report(self) -> Report:
+        """The whole report, events and all: the plain path's, whichever path read the log."""
+        if self._report is None:
+            self._report = with_events(self.diagnosis().report, self.facts)
+        return self._report
+
+    def write_json(self, stream: TextIO) -> None:
+        """The report's JSON, its events written straight from the facts (no event object is made)."""
+        events = event_facts(self.facts)
+        if self._diagnosis is not None or len(events) < BACKGROUND_MIN or not _has_descriptor(stream):
+            _write_all(writer.json_parts(self.diagnosis().report, events), stream)
+            return
+        stream.flush()  # what the forked process found unwritten in the buffer, it would write again
+        # Only the schema and the source come before the events: a report of nothing writes them.
+        opening = writer.opening(Report(source=self.source, verdict=Verdict(phase="unknown", failure="none")))
+        events_writer = background.start(_write_all, itertools.chain([opening], writer.event_batches(events)), stream)
+        try:
+            report = self.diagnosis().report
+            events_writer.result()  # the events are out (or the error that stopped them is raised here)
+        finally:
+            events_writer.cancel()  # an error here leaves no process behind
+        stream.write(writer.closing(report))
+
+
+def _write_all(pieces: Iterable[str], stream: TextIO) -> None:
+    for piece in pieces:
+        stream.write(piece)
+    stream.flush()
+
+
+def _has_descriptor(stream: TextIO) -> bool:
+    # A forked process writes to a file or a pipe; what it writes into an in-memory stream stays in its copy.
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True

@@ -47,11 +47,18 @@ def analyze(
 def build_report(
     facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
 ) -> Report:
-    report = diagnose(facts, source, user_command, model).report
-    report.events = [
-        EventOut(line=f.line, kind=f.kind, values=f.values) for f in facts if f.kind not in TRACEBACK_KINDS
-    ]
-    return report
+    return with_events(diagnose(facts, source, user_command, model).report, facts)
+
+
+def event_facts(facts: list[Fact]) -> list[Fact]:
+    """The facts that the report lists as its events: all but the lines of tracebacks."""
+    return [fact for fact in facts if fact.kind not in TRACEBACK_KINDS]
+
+
+def with_events(report: Report, facts: list[Fact]) -> Report:
+    """The report with its events, one per event fact."""
+    events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in event_facts(facts)]
+    return report.model_copy(update={"events": events})
 
 
 @dataclass
@@ -72,7 +79,7 @@ class Diagnosis:
 def diagnose(
     facts: list[Fact], source: str, user_command: str | None = None, model: ModelShape | None = None
 ) -> Diagnosis:
-    """The diagnosis of these facts; the report's events are the caller's to add (a list or a view).
+    """The diagnosis of these facts; the report's events are the caller's to add (`with_events`).
     `model`, the served model's shape when its folder is given, lets rules size what the log does not."""
     runs = split_runs(facts)
     rules = load_rules()

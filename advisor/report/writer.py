@@ -25,9 +25,10 @@ def to_json(report: Any) -> str:
     return "".join(json_parts(report))
 
 
-def json_parts(report: Any) -> Iterator[str]:
-    """The report's JSON in pieces, to write a big report without holding it whole."""
-    events = report.events
+def json_parts(report: Any, events: Sequence[Any] | None = None) -> Iterator[str]:
+    """The report's JSON in pieces, to write a big report without holding it whole; its events are
+    these (facts or EventOuts) when given, else its own."""
+    events = report.events if events is None else events
     if not len(events):
         yield opening(report, events=False) + closing(report, events=False)
         return
@@ -51,11 +52,10 @@ def closing(report: Any, events: bool = True) -> str:
 
 
 def event_batches(events: Sequence[Any]) -> Iterator[str]:
-    """The events, four spaces in, separated by commas, a batch at a time."""
-    items = getattr(events, "facts", events)  # a big log's events are read from its facts
-    for start in range(0, len(items), BATCH):
-        batch = ",\n".join(event_json(item) for item in items[start : start + BATCH])
-        yield batch + (",\n" if start + BATCH < len(items) else "")
+    """The events (facts or EventOuts), four spaces in, separated by commas, a batch at a time."""
+    for start in range(0, len(events), BATCH):
+        batch = ",\n".join(event_json(event) for event in events[start : start + BATCH])
+        yield batch + (",\n" if start + BATCH < len(events) else "")
 
 
 def event_json(event: Any) -> str:

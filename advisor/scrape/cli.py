@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from advisor.pipeline import PendingReport
+from advisor.pipeline import Analysis
 from advisor.report.contract import MetricsMissing, Report
 from advisor.scrape.fetch import MetricsError, read
 from advisor.scrape.join import join
@@ -28,7 +28,7 @@ def reports(
     files: list[str],
     sources: list[str],
     user_command: str | None,
-    analyze_one: Callable[[str, str | None], PendingReport],
+    analyze_one: Callable[[str, str | None], Analysis],
 ) -> list[Report] | None:
     """The joined reports; None when metrics alone were asked for and none could be read (exit 2)."""
     snapshots, missing = read_all(sources)
@@ -38,6 +38,6 @@ def reports(
     if not files:
         out.append(join(None, None, snapshots, missing, user_command))
     for path in files:
-        pending = analyze_one(path, user_command)
-        out.append(join(pending.diagnosed(), pending.report().as_report(), snapshots, missing, user_command))
+        analysis = analyze_one(path, user_command)
+        out.append(join(analysis.diagnosis(), analysis.report(), snapshots, missing, user_command))
     return out

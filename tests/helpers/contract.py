@@ -8,8 +8,8 @@ import shlex
 from collections.abc import Iterable
 
 from advisor.fast import scan
-from advisor.fast.packed_report import PendingReport
 from advisor.ingest import sources
+from advisor.pipeline import Analysis
 from advisor.report.build import build_report, parse
 from advisor.report.contract import Report
 from advisor.report.formats import FORMATS, render
@@ -25,7 +25,7 @@ def analyze_bytes(chunks: Iterable[bytes], user_command: str | None = None) -> t
     chunks = list(chunks)
     lines = list(sources.lines(chunks))
     plain = build_report(parse(lines), "<fuzz>", user_command)
-    fast = PendingReport(scan.scan_chunks(chunks), "<fuzz>", user_command).report()
+    fast = Analysis(scan.scan_chunks(chunks), "<fuzz>", user_command).report()
     assert fast.to_json() == plain.to_json()
     return fast, max((line.number for line in lines), default=0)
 

@@ -14,7 +14,7 @@ LIVE = FIXTURES / "live"
 
 
 def rows_of(*logs, metrics=()):
-    return compare.compare([pipeline.pending(str(log)) for log in logs], [str(m) for m in metrics])
+    return compare.compare([pipeline.analysis(str(log)) for log in logs], [str(m) for m in metrics])
 
 
 def advisor(*args):

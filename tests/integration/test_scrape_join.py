@@ -22,8 +22,8 @@ LIVE = FIXTURES / "live"
 
 
 def joined(log, *dumps):
-    pending = pipeline.pending(log, name=log.name)
-    return join(pending.diagnosed(), pending.report().as_report(), [parse(read(str(d))) for d in dumps], [])
+    analysis = pipeline.analysis(log, name=log.name)
+    return join(analysis.diagnosis(), analysis.report(), [parse(read(str(d))) for d in dumps], [])
 
 
 @pytest.mark.parametrize("release", ["v0.15.1", "v0.20.2", "v0.26.0", "v0.29.0"])
@@ -253,8 +253,8 @@ def test_one_scrape_of_a_url_gives_counts_never_a_rate_over_the_server_s_lifetim
     # The real dump of a preempting 0.29.0 run, fetched long after it was captured: its counters' _created
     # times make a lifetime of hours, whose tokens per second would be near 0 and fire M107.
     log, dump = LIVE / "v0.29.0" / "preemption.log", LIVE / "v0.29.0" / "preemption.metrics.txt"
-    pending = pipeline.pending(log, name=log.name)
-    report = join(pending.diagnosed(), pending.report().as_report(), [parse(read(server.url + "/metrics"))], [])
+    analysis = pipeline.analysis(log, name=log.name)
+    report = join(analysis.diagnosis(), analysis.report(), [parse(read(server.url + "/metrics"))], [])
     fetched = report.metrics.read[0]
     assert fetched.fetched and fetched.values["preemptions"] == 14
     assert "M107" not in [f.rule for f in report.findings]

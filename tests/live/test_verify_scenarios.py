@@ -153,7 +153,7 @@ def test_verify_confirms_the_fix(scenario, tiny_model, tmp_path):
     assert after.outcome == "fixed", live.render(check, "text")
     assert after.completion_status == 200 and after.preemptions == 0 and after.ttft_p50_s is not None
     # The round's logs side by side, as `compare` shows them: the one knob the advice changed, and the verdict.
-    rows = compare.compare([pipeline.pending(str(path)), pipeline.pending(after.log)], [])
+    rows = compare.compare([pipeline.analysis(str(path)), pipeline.analysis(after.log)], [])
     assert rows[1].verdict == "healthy/none", compare.render(rows, "text")
     advised = {name.lstrip("-").replace("-", "_") for name in report.command.change}
     assert set(rows[1].changed) - {"model"} <= advised, rows[1]  # the model: the bundled log's folder, or this run's

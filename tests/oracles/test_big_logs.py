@@ -1,4 +1,4 @@
-"""Big logs: two processes, packed facts and the written report give the plain path's results.
+"""Big logs: two processes, compact facts and the written report give the plain path's results.
 
 The tests on generated logs of megabytes run under -m exhaustive (.ci/run); those on the fixtures, every time.
 """
@@ -6,6 +6,7 @@ The tests on generated logs of megabytes run under -m exhaustive (.ci/run); thos
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import pickle
@@ -16,14 +17,14 @@ import tracemalloc
 import pytest
 from conftest import FIXTURES, ROOT, tiered
 
+from advisor import pipeline
 from advisor.cli import main
 from advisor.fast import background, scan, templates
-from advisor.fast import packed_report as packed_report_module
-from advisor.fast.packed_report import PackedReport, PendingReport, packed_report
 from advisor.fast.templates import FactTemplates
 from advisor.ingest import sources
 from advisor.parse.grammar import anchor_regex, parse_line
-from advisor.report.build import analyze, parse
+from advisor.pipeline import Analysis
+from advisor.report.build import analyze, event_facts, parse
 from advisor.report.contract import EventOut
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.report.writer import event_json
@@ -130,23 +131,23 @@ def test_cli_json_is_the_plain_report(generated_log, always_split, capsys):
 
 @pytest.fixture
 def events_in_background(monkeypatch):
-    monkeypatch.setattr(packed_report_module, "BACKGROUND_MIN", 1)
+    monkeypatch.setattr(pipeline, "BACKGROUND_MIN", 1)
 
 
-def written_json(pending: PendingReport, tmp_path) -> str:
+def written_json(analysis: Analysis, tmp_path) -> str:
     # A real file: a forked process writes to a descriptor, not into this process's memory.
     with open(tmp_path / "report.json", "w+", encoding="utf-8") as stream:
-        pending.write_json(stream)
+        analysis.write_json(stream)
         stream.seek(0)
         return stream.read()
 
 
 @pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_events_written_by_a_forked_process(path, events_in_background, tmp_path):
-    pending = PendingReport(plain_facts(path), path.name)
+    analysis = Analysis(plain_facts(path), path.name)
     plain = analyze(sources.lines(sources.read_chunks(str(path))), path.name)
-    assert written_json(pending, tmp_path) == plain.to_json()
-    assert pending.report().to_json() == plain.to_json()
+    assert written_json(analysis, tmp_path) == plain.to_json()
+    assert analysis.report() == plain and analysis.report().to_json() == plain.to_json()
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +155,7 @@ def log_of_many_events(tmp_path_factory):
     """A log with more events than BACKGROUND_MIN, so that the real command writes them from a forked process."""
     path = generate(tmp_path_factory.mktemp("many") / "many-events.log", 150 << 20)
     events = sum(1 for f in scan.scan_file(str(path)) if f.kind not in TRACEBACK_KINDS)
-    assert events > packed_report_module.BACKGROUND_MIN
+    assert events > pipeline.BACKGROUND_MIN
     return path
 
 
@@ -165,7 +166,7 @@ def test_cli_json_of_two_big_logs_is_the_same_array(log_of_many_events):
         capture_output=True,
         check=False,
     )
-    report = json_format.render([packed_report(scan.scan_file(str(log_of_many_events)), str(log_of_many_events))])
+    report = json_format.render([Analysis(scan.scan_file(str(log_of_many_events)), str(log_of_many_events)).report()])
     assert done.returncode == 1 and done.stderr == b""
     assert done.stdout.decode() == "[\n" + report[:-1] + ",\n" + report[:-1] + "\n]\n"
 
@@ -185,17 +186,19 @@ def test_reader_that_leaves_a_big_report_is_silent(log_of_many_events):
 
 @pytest.mark.exhaustive
 def test_a_writer_process_that_dies_is_one_line_error(generated_log, events_in_background, monkeypatch, tmp_path):
-    monkeypatch.setattr(packed_report_module, "_write_all", lambda *args: os._exit(9))
+    monkeypatch.setattr(pipeline, "_write_all", lambda *args: os._exit(9))
     with open(tmp_path / "out", "w", encoding="utf-8") as stream, pytest.raises(background.ProcessDied):
-        PendingReport(plain_facts(generated_log), "generated.log").write_json(stream)
+        Analysis(plain_facts(generated_log), "generated.log").write_json(stream)
 
 
 @pytest.mark.exhaustive
 def test_several_reports_make_the_same_array(generated_log):
     path = next(FIXTURES.glob("corpus/091-*.log"))
-    packed = [packed_report(scan.scan_file(str(p)), p.name) for p in (path, generated_log)]
+    fast = [Analysis(scan.scan_file(str(p)), p.name) for p in (path, generated_log)]
     plain = [analyze(sources.lines(sources.read_chunks(str(p))), p.name) for p in (path, generated_log)]
-    assert json_format.render(packed) == json_format.render(plain)
+    written = io.StringIO()
+    json_format.write(fast, written)
+    assert written.getvalue() == json_format.render(plain)
 
 
 @pytest.mark.parametrize(
@@ -222,14 +225,10 @@ def test_event_text_is_jsons(values):
 
 
 @pytest.mark.exhaustive
-def test_packed_report_reads_like_a_report(generated_log, generated_report):
-    report = packed_report(scan.scan_file(str(generated_log)), "generated.log")
-    plain = generated_report
-    assert isinstance(report, PackedReport) and len(report.events) == len(plain.events)
-    assert report.events[5] == plain.events[5] and report.events[-3:] == plain.events[-3:]
-    assert list(report.events) == plain.events
-    assert report.model_dump(by_alias=True) == plain.model_dump(by_alias=True)
-    assert report.to_json() == plain.to_json()
+def test_the_fast_path_s_report_is_the_plain_report(generated_log, generated_report):
+    report = Analysis(scan.scan_file(str(generated_log)), "generated.log").report()
+    assert type(report) is type(generated_report) and report == generated_report
+    assert report.to_json() == generated_report.to_json()
     assert json.loads(report.to_json()) == json.loads(report.model_dump_json(by_alias=True))
 
 
@@ -248,21 +247,21 @@ def test_stats_facts_share_their_shape_and_pickle(generated_log):
 
 @pytest.mark.exhaustive
 def test_memory_per_stats_line_stays_small(tmp_path):
-    # What makes a 4 GB log (176,000 stats lines) fit in 200 MB: a stats line kept for the report
+    # What makes a 4 GB log (176,000 stats lines) fit in 200 MB: a stats line kept for the JSON report
     # costs about 300 bytes (plus the one-time caches and free lists counted here); as pydantic
-    # facts and events it cost about 2,700.
+    # facts and events it cost about 2,700. The JSON report writes its events from the facts.
     log = generate(tmp_path / "24M.log", 24 << 20)
     scan.scan_file(str(log))  # grammars, rules and matcher loaded outside the measure
     tracemalloc.start()
     try:
         facts = scan.scan_file(str(log))
-        report = packed_report(facts, "log")
+        Analysis(facts, "log").diagnosis()
         size = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
     stats = sum(fact.kind == "stats" for fact in facts)
     assert stats > 1000 and size / stats < 1000, (size, stats)
-    assert len(report.events) > stats
+    assert len(event_facts(facts)) > stats
 
 
 def test_remembered_condition_keys_on_the_own_names_over_the_run():
@@ -316,9 +315,9 @@ def test_one_probe_learns_what_a_probe_per_number_learns(path):
 
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("output", sorted(FORMATS))
-def test_every_format_of_a_packed_report_is_the_plain_one(generated_log, generated_report, output):
-    packed = packed_report(scan.scan_file(str(generated_log)), "generated.log")
-    assert render(output, [packed]) == render(output, [generated_report])
+def test_every_format_of_the_fast_path_s_report_is_the_plain_one(generated_log, generated_report, output):
+    report = Analysis(scan.scan_file(str(generated_log)), "generated.log").report()
+    assert render(output, [report]) == render(output, [generated_report])
 
 
 @pytest.mark.parametrize("tail", [b"", b"\n", b"\r\n", b"\n\n\n"])

@@ -10,10 +10,10 @@ import pytest
 from conftest import FIXTURES, ROOT, tiered
 
 from advisor.fast import prefilter, scan, templates
-from advisor.fast.packed_report import packed_report
 from advisor.ingest import sources, unwrap
 from advisor.parse import grammar
 from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser, parse_line
+from advisor.pipeline import Analysis
 from advisor.report.build import analyze, parse
 
 sys.path.insert(0, str(ROOT / "tools/bench"))
@@ -36,7 +36,7 @@ def plain_json(path) -> str:
 
 
 def fast_json(path, engine: str) -> str:
-    return packed_report(scan.scan_chunks(sources.read_chunks(str(path)), engine), path.name).to_json()
+    return Analysis(scan.scan_chunks(sources.read_chunks(str(path)), engine), path.name).report().to_json()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -52,7 +52,7 @@ def test_lines_across_block_boundaries(monkeypatch, engine):
     monkeypatch.setattr(scan, "BLOCK", 997)
     chunks = sources.read_chunks(str(path))
     small = (chunk[i : i + 300] for chunk in chunks for i in range(0, len(chunk), 300))
-    assert packed_report(scan.scan_chunks(small, engine), path.name).to_json() == plain_json(path)
+    assert Analysis(scan.scan_chunks(small, engine), path.name).report().to_json() == plain_json(path)
 
 
 def test_a_cut_message_is_read_on_across_every_block_boundary(monkeypatch):
@@ -64,7 +64,7 @@ def test_a_cut_message_is_read_on_across_every_block_boundary(monkeypatch):
     for size in range(1, len(data) + 2):
         monkeypatch.setattr(scan, "BLOCK", size)
         pieces = [data[i : i + size] for i in range(0, len(data), size)]
-        assert packed_report(scan.scan_chunks(pieces, "find"), path.name).to_json() == plain, size
+        assert Analysis(scan.scan_chunks(pieces, "find"), path.name).report().to_json() == plain, size
 
 
 @pytest.fixture(scope="module")

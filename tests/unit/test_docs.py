@@ -58,7 +58,7 @@ def test_the_compare_page_shows_the_tool_s_output():
     # Three real runs of one vLLM 0.26.0 server, as the page names them (relative to the repository).
     shown = ("099-live-v0260-cpu-kv-shortfall", "100-live-v0260-cpu-healthy", "106-live-v0260-cpu-healthy-cache-full")
     paths = [f"fixtures/corpus/{name}.log" for name in shown]
-    rows = compare.compare([pipeline.pending(ROOT / path, name=path) for path in paths], [])
+    rows = compare.compare([pipeline.analysis(ROOT / path, name=path) for path in paths], [])
     assert (
         f"$ vllm-advisor compare {' '.join(paths)}\n{compare.render(rows, 'text')}```"
         in (DOCS / "compare.md").read_text()

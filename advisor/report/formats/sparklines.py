@@ -21,10 +21,7 @@ MARKED_SEVERITIES = ("error", "warning")
 
 
 def stats_events(report: Report) -> list[EventOut]:
-    # A big log's report keeps its events as facts, which read like events (line, kind, values):
-    # a long log has a million stats lines, and an EventOut for each would not fit in memory.
-    events = getattr(report.events, "facts", report.events)
-    return [event for event in events if event.kind == "stats"]
+    return [event for event in report.events if event.kind == "stats"]
 
 
 def lines(report: Report) -> list[str]:
