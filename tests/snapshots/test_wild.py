@@ -111,6 +111,12 @@ KNOWN_WRONG: dict[str, str] = {
     "36008": "the 0.17 banner and its arguments cut mid-line: the failure is in the thread",
     "36016": "V0's engine config after a long-context warning, then nothing: the hang is in the thread",
     "36103": "an Ascend start cut during engine init with a KV offloading connector: the hang is in the thread",
+    "37004": "the CPU backend's engine config cut mid-line, no error: the JIT crash is in the thread",
+    "37006": "the 0.4 server's arguments cut mid-line, no error: the quantization refusal is in the thread",
+    "37007": "the 0.2 engine config, then download bars cut mid-bar: the AWQ refusal is in the thread",
+    "37020": "the 0.6 engine config for an embedding model cut mid-line: the refusal is in the thread",
+    "37111": "only NIXL's 'Releasing expired KV blocks' warnings: the KeyError that killed the engine is in the thread",
+    "37206": "a RunPod worker's config line and transformers' trust_remote_code traceback: no vLLM record at all",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -171,6 +177,9 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "35020": "ipex's 'Current platform can NOT allocate memory block ... Tried to allocate' is not read as an OOM",
     "36008": "tensor_parallel_size is in the non-default arguments' dict, which the excerpt cuts before its end",
     "36219": "max_seq_len is in an engine config line whose start the excerpt cuts: no envelope, no record",
+    "37006": "utilization and parallel size are in the arguments' second row, where the excerpt cut the line",
+    "37007": "utilization is in the shell's echo of the wrapper's command (bash -x), not vLLM's output",
+    "37206": "utilization and parallel size are in the RunPod worker's own config dict, not vLLM's output",
 }
 
 

@@ -57,6 +57,7 @@ UNLEARNABLE = {
     "36015",
     "36018",
     "36109",
+    "37114",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
