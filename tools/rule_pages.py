@@ -7,7 +7,6 @@ trade-offs) and docs/guide.md, the operator's guide by failure class. A test kee
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,7 +17,6 @@ from advisor.rules.schema import RUNTIME_FAILURES, STARTUP_FAILURES, MetricRule,
 
 DOCS = ROOT / "docs"
 FIXTURES = ROOT / "fixtures"
-METRIC_CASES = FIXTURES / "metrics" / "cases.toml"
 # Lines of the log shown before the one a finding rests on: what led to it.
 LINES_BEFORE = 3
 # Sample lines of each metric a metric rule reads, shown from its dump.
@@ -113,16 +111,15 @@ def log_example(rule: Rule) -> list[str]:
 
 
 def metrics_example(rule: MetricRule) -> list[str]:
-    """The first dump the rule must fire on (fixtures/metrics/cases.toml): its samples of what the rule reads."""
-    cases = tomllib.loads(METRIC_CASES.read_text(encoding="utf-8"))["cases"]
-    case = next(case for case in cases if case["rule"] == rule.code and case["fires"])
-    dump = case["dumps"][0]
+    """The first dump the rule must fire on (its file's cases): its samples of what the rule reads."""
+    case = next(case for case in rule.cases if case.fires)
+    dump = case.dumps[0]
     samples = (FIXTURES / dump).read_text(encoding="utf-8").splitlines()
     shown = []
     for metric in rule.reads:
         shown += [line for line in samples if line.startswith((metric + "{", metric + " "))][:SAMPLES_PER_METRIC]
     lines = [f"From `fixtures/{dump}`, captured from a live vLLM (CPU build):", "", "```text", *shown, "```", ""]
-    edits = {**case.get("set", {}), **{name: "observations added" for name in case.get("observe", {})}}
+    edits = {**case.set, **{name: "observations added" for name in case.observe}}
     if edits:
         lines += ["The rule's firing case changes these, in memory, before it is read:", ""]
         lines += [f"- `{name}`: {value}" for name, value in edits.items()]

@@ -76,6 +76,21 @@ class Case(BaseModel):
     note: str = ""
 
 
+class MetricCase(BaseModel):
+    """A real /metrics dump of fixtures/live the rule must fire on, or a near miss, edited in memory as
+    little as the rule needs (rules/metrics/README.md; run by tests/unit/test_scrape_rules.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    fires: bool
+    dumps: list[str] = Field(min_length=1)  # one per replica, under fixtures/
+    set: dict[str, int | float] = Field(default_factory=dict)  # "SAMPLE{label=value}" = its new value
+    set_on: int | None = None  # the one dump `set` edits (default: every one)
+    observe: dict[str, list[tuple[float, int]]] = Field(default_factory=dict)  # histogram = [[value, count]]
+    previous: str | None = None  # an earlier poll of the same server (follow's comparison) ...
+    previous_set: dict[str, int | float] = Field(default_factory=dict)
+    seconds: float | None = None  # ... this long before
+
+
 class Documented(BaseModel):
     """What a rule's page and `explain` say: what it detects, why it matters, the fix and its trade-offs."""
 
@@ -157,6 +172,7 @@ class MetricRule(Judged):
     scope: Literal["replica", "deployment"] = "replica"  # one replica's figures, or all of them at once
     bottleneck: str  # what the summary calls it when this rule is the top finding
     reads: list[str]  # the metrics it reads, for `explain` and the rule pages
+    cases: list[MetricCase] = Field(default_factory=list)
 
 
 def _checked(expression: str) -> str:

@@ -1,4 +1,4 @@
-"""Real /metrics dumps of fixtures/live, edited minimally in memory (fixtures/metrics/README.md says how)."""
+"""Real /metrics dumps of fixtures/live, edited minimally in memory (rules/metrics/README.md says how)."""
 
 from __future__ import annotations
 

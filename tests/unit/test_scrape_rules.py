@@ -1,10 +1,9 @@
-"""Each metric rule on a real dump it must fire on and a near miss (fixtures/metrics/cases.toml), and the
+"""Each metric rule on a real dump it must fire on and a near miss (its file's cases), and the
 captured dumps of five releases judged as what they were."""
 
 from __future__ import annotations
 
 import json
-import tomllib
 from datetime import timedelta
 
 import pytest
@@ -12,7 +11,7 @@ from conftest import FIXTURES
 from helpers.metric_dumps import snapshot_of
 
 from advisor.rules.remembered import names_read
-from advisor.rules.schema import load_metric_rules
+from advisor.rules.schema import MetricCase, load_metric_rules
 from advisor.scrape.fetch import Body, read
 from advisor.scrape.figures import figures
 from advisor.scrape.join import join
@@ -20,32 +19,31 @@ from advisor.scrape.poll import Comparison
 from advisor.scrape.rules import judge
 from advisor.scrape.snapshot import parse
 
-CASES = tomllib.loads((FIXTURES / "metrics" / "cases.toml").read_text())["cases"]
+CASES = [(rule.code, case) for rule in load_metric_rules() for case in rule.cases]
 DUMPS = sorted((FIXTURES / "live").rglob("*.metrics.txt"))
 
 
-def fired(case: dict) -> set[str]:
-    if "previous" in case:  # follow's comparison of two polls
+def fired(case: MetricCase) -> set[str]:
+    if case.previous is not None:  # follow's comparison of two polls
         comparison = Comparison("poll")
-        comparison.take(snapshot_of(case["previous"], case.get("previous_set"), ago=case["seconds"]), 0)
-        return {item.finding.rule for item in comparison.take(snapshot_of(case["dumps"][0], case.get("set")), 0)}
-    on = case.get("set_on")
+        comparison.take(snapshot_of(case.previous, case.previous_set, ago=case.seconds or 0), 0)
+        return {item.finding.rule for item in comparison.take(snapshot_of(case.dumps[0], case.set), 0)}
     snapshots = [
-        snapshot_of(dump, case.get("set") if on in (None, index) else None, case.get("observe"))
-        for index, dump in enumerate(case["dumps"])
+        snapshot_of(dump, case.set if case.set_on in (None, index) else None, case.observe)
+        for index, dump in enumerate(case.dumps)
     ]
     return {f.rule for f in join(None, None, snapshots, []).findings}
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['rule']}-{'fires' if c['fires'] else 'near-miss'}")
-def test_metric_rule_fires_or_not(case):
-    assert (case["rule"] in fired(case)) == case["fires"]
+@pytest.mark.parametrize(("code", "case"), CASES, ids=lambda c: c if isinstance(c, str) else str(c.fires))
+def test_metric_rule_fires_or_not(code, case):
+    assert (code in fired(case)) == case.fires
 
 
 def test_every_metric_rule_has_a_firing_case_and_a_near_miss():
     codes = {rule.code for rule in load_metric_rules()}
     assert len(codes) >= 10
-    assert {(c["rule"], c["fires"]) for c in CASES} == {(code, f) for code in codes for f in (True, False)}
+    assert {(code, c.fires) for code, c in CASES} == {(code, f) for code in codes for f in (True, False)}
 
 
 def test_the_preemption_flag_comes_from_the_servers_own_numbers():
