@@ -13,7 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from advisor import analyze  # noqa: E402  (needs the repo on sys.path first)
 from advisor.report.formats import text  # noqa: E402
-from advisor.rules.schema import RUNTIME_FAILURES, STARTUP_FAILURES, MetricRule, Rule, load_metric_rules, load_rules  # noqa: E402  # noqa: E402
+from advisor.rules.schema import (  # noqa: E402
+    RUNTIME_FAILURES,
+    STARTUP_FAILURES,
+    VOCABULARY,
+    MetricRule,
+    Rule,
+    load_metric_rules,
+    load_rules,
+)
 
 DOCS = ROOT / "docs"
 FIXTURES = ROOT / "fixtures"
@@ -148,7 +156,12 @@ def guide(rules: list[Rule | MetricRule]) -> str:
             if not finding:
                 continue
             first = finding[0]
-            lines += [f"### `{failure}`", "", prose(first.detects), "", f"**Fix.** {prose(first.fix)}", ""]
+            means = (
+                f"**{VOCABULARY[failure].means[0].upper()}{VOCABULARY[failure].means[1:]}.** "
+                if failure in VOCABULARY
+                else ""
+            )
+            lines += [f"### `{failure}`", "", means + prose(first.detects), "", f"**Fix.** {prose(first.fix)}", ""]
             lines += [f"**Trade-offs.** {prose(first.tradeoffs)}", ""]
             lines += ["Rules: " + ", ".join(f"[{rule.code} {rule.name}](rules/{rule.code}.md)" for rule in finding)]
             lines += [""]

@@ -14,31 +14,34 @@ from advisor.rules.expressions import ExpressionError, compile_expression
 from advisor.rules.remedies import DERIVED_NAMES
 from advisor.rules.remembered import names_read
 
-STARTUP_FAILURES = (
-    "kv_cache_insufficient",
-    "no_cache_blocks",
-    "free_memory_below_utilization",
-    "weights_oom",
-    "cuda_graph_oom",
-    "tp_heads_mismatch",
-    "max_len_exceeds_model",
-    "unsupported_quantization",
-    "unsupported_kv_dtype",
-    "unsupported_architecture",
-    "nccl_error",
-    "port_in_use",
-    "parallel_size_exceeds_devices",
-    "engine_startup_failed",
-)
-RUNTIME_FAILURES = (
-    "cuda_oom_runtime",
-    "preemption",
-    "kv_cache_saturated",
-    "swap_space_exhausted",
-    "request_exceeds_max_model_len",
-    "engine_dead",
-)
-FAILURES = frozenset((*STARTUP_FAILURES, *RUNTIME_FAILURES, "none"))
+
+class RuleSetError(ValueError):
+    """The rule files are invalid: a bad key, a bad expression, a duplicate code."""
+
+
+class Failure(BaseModel):
+    """A word of the failure vocabulary (rules/vocabulary/failures.toml)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    phase: Literal["startup", "runtime"]
+    means: str = Field(min_length=1)
+    clears: bool = False  # a state that can end while serving (follow reports its recovery)
+
+
+def load_failures() -> dict[str, Failure]:
+    """The failure vocabulary, in the file's order: start-up words, then runtime words."""
+    path = data_dir("rules") / "vocabulary" / "failures.toml"
+    try:
+        return {word: Failure.model_validate(entry) for word, entry in tomllib.loads(path.read_text("utf-8")).items()}
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        raise RuleSetError(f"{path.name}: {error}") from None
+
+
+VOCABULARY = load_failures()
+STARTUP_FAILURES = tuple(word for word, failure in VOCABULARY.items() if failure.phase == "startup")
+RUNTIME_FAILURES = tuple(word for word, failure in VOCABULARY.items() if failure.phase == "runtime")
+CLEARING_FAILURES = frozenset(word for word, failure in VOCABULARY.items() if failure.clears)
+FAILURES = frozenset((*VOCABULARY, "none"))
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -184,10 +187,6 @@ def _checked(expression: str) -> str:
 
 
 R = TypeVar("R", bound=Judged)
-
-
-class RuleSetError(ValueError):
-    """The rule files are invalid: a bad key, a bad expression, a duplicate code."""
 
 
 @cache

@@ -12,7 +12,7 @@ from advisor.parse.facts import Fact
 from advisor.report.build import finding, verdict
 from advisor.report.contract import StreamFinding, Verdict
 from advisor.rules.match import Match, match_run, without_superseded
-from advisor.rules.schema import load_rules
+from advisor.rules.schema import CLEARING_FAILURES, load_rules
 from advisor.timeline.runs import Run, place, starts_new_run
 
 # Memory stays bounded on a server that runs for months: of each kind of fact the current run keeps
@@ -22,10 +22,9 @@ KEEP_FIRST = 16
 KEEP_LAST = 16
 # A stub placed at the end of a run cut inside a traceback: only judged when the run ends.
 END_OF_RUN_KINDS = {"incomplete_traceback"}
-# Findings of a state that can end (the cache filled up, requests were preempted), and what a later stats
-# line must show for it to have ended: no request waiting and the cache clearly below the 90% that R103
-# flags, so a cache hovering at the threshold does not flap between finding and recovery.
-CLEARING_FAILURES = {"preemption", "kv_cache_saturated"}
+# What a later stats line must show for a state that can end (CLEARING_FAILURES: the cache filled up,
+# requests were preempted) to have ended: no request waiting and the cache clearly below the 90% that
+# R103 flags, so a cache hovering at the threshold does not flap between finding and recovery.
 RECOVERED_BELOW_PCT = 80.0
 
 

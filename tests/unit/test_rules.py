@@ -13,7 +13,7 @@ from advisor.fast import scan
 from advisor.rules.expressions import evaluate
 from advisor.rules.match import Match, context_for, match_run, without_superseded
 from advisor.rules.remedies import DERIVED_NAMES
-from advisor.rules.schema import RuleSetError, load_rules
+from advisor.rules.schema import VOCABULARY, RuleSetError, load_metric_rules, load_rules
 from advisor.timeline.runs import split_runs
 
 # rule code: (a fixture it must fire on, a near-miss fixture it must not fire on)
@@ -30,6 +30,13 @@ def test_rule_fires_on_its_logs_only(code, case):
 @pytest.mark.parametrize("rule", load_rules(), ids=lambda rule: rule.code)
 def test_every_rule_has_a_log_it_fires_on_and_a_near_miss(rule):
     assert {case.fires for case in rule.cases} == {True, False}
+
+
+def test_every_failure_word_is_one_a_rule_can_give():
+    # The vocabulary (rules/vocabulary/failures.toml) holds no word that no rule names; a rule naming a
+    # word the vocabulary lacks is refused at load.
+    named = {rule.failure for rule in (*load_rules(), *load_metric_rules())}
+    assert set(VOCABULARY) <= named
 
 
 @pytest.mark.parametrize("path", tiered(sorted(FIXTURES.rglob("*.log"))), ids=lambda p: p.name[:40])
