@@ -266,7 +266,9 @@ class ToFacts(Transformer[Token, Parts]):
         return {"values": _named(("gpu_blocks", "cpu_blocks"), c), **device}
 
     def gpu_blocks_override(self, c: Children) -> Parts:
-        return {"values": {"gpu_blocks": _numbers(c)[-1]}}
+        # The blocks the memory profile found room for, then the flag's, which vLLM allocates.
+        profiled, override = _numbers(c)[-2:]
+        return {"values": {"gpu_blocks": override, "profiled_gpu_blocks": profiled}}
 
     def kv_cache_size(self, c: Children) -> Parts:
         # "CPU KV cache size", "XPU KV cache size": the device; "GPU" names none in particular.
