@@ -119,6 +119,10 @@ def stages_of_release(graph: dict[str, list[str]]) -> dict[str, set[str]]:
     for stage, entries in ENTRY_POINTS.items():
         seen = {name for name in entries if name in graph}
         frontier = [name for name in seen if name not in KERNEL_LAUNCHERS]
+        # The serving loop's entry points are reached from start-up, not gone through: what they call
+        # runs while serving, and a merged name (the "step" of a helper called while profiling) must
+        # not carry a start-up stage into the loop.
+        others = set() if stage == "serving" else set(ENTRY_POINTS["serving"])
         for _ in range(MAX_DEPTH):
             frontier = [
                 callee
@@ -126,7 +130,7 @@ def stages_of_release(graph: dict[str, list[str]]) -> dict[str, set[str]]:
                 for callee in graph.get(name, ())
                 if callee in graph and callee not in seen and not seen.add(callee)  # vLLM's own only
             ]
-            frontier = [name for name in frontier if _specific(name, callers)]
+            frontier = [name for name in frontier if _specific(name, callers) and name not in others]
         for name in seen:
             reached[name].add(stage)
     for stage, entries in ENTRY_POINTS.items():
