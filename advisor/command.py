@@ -139,8 +139,11 @@ def original(run: Run | None, user_command: str | None) -> list[str] | None:
 
 
 def _whole(fact: Fact) -> bool:
-    """Whether the command can be rebuilt from these arguments: non-default args with a value that is no
-    literal lost a flag (a Namespace dump keeps only the arguments known to matter anyway)."""
+    """Whether the command can be rebuilt from these arguments: arguments a cut line ended, or
+    non-default args with a value that is no literal, lost a flag (a Namespace dump keeps only the
+    arguments known to matter anyway)."""
+    if fact.text.get("cut"):
+        return False
     return fact.kind != "non_default_args" or not fact.text.get("unreadable")
 
 

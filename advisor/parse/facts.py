@@ -107,6 +107,7 @@ _SIZE = re.compile(r"(-?[\d,]+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z]+)?")
 MAX_ARGS_TEXT = 64 * 1024
 # An object's repr in printed arguments, "<LoadFormat.AUTO: 'auto'>", "<function cmd at 0x7f...>": no
 # Python expression.
+BRACKETS = {"(": ")", "[": "]", "{": "}"}
 OBJECT_REPR = re.compile(r"<[\w.]+[: ][^<>]*>")
 
 
@@ -163,6 +164,32 @@ def namespace_args(text: str) -> tuple[dict[str, Any], list[str]] | None:
         except (ValueError, SyntaxError, TypeError, RecursionError):
             left_out.append(keyword.arg)
     return args, left_out
+
+
+def whole_items(text: str) -> str | None:
+    """A printed dict or call that a cut line ended before its closing bracket, as far as its last whole
+    item and closed there ("Namespace(a=1, b='x', c" -> "Namespace(a=1, b='x')"); None when it is not
+    cut so, or holds no whole item."""
+    opened: list[str] = []
+    last_item_end = None
+    quote = ""
+    for at, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in BRACKETS:
+            opened.append(BRACKETS[char])
+        elif char in BRACKETS.values():
+            if not opened or opened.pop() != char:
+                return None
+            if not opened:  # closed at the top level: the text is whole
+                return None
+        elif char == "," and len(opened) == 1:
+            last_item_end = at
+    if not opened or last_item_end is None:
+        return None
+    return text[:last_item_end] + opened[0]
 
 
 def _expression(text: str) -> ast.expr | None:

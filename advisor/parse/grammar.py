@@ -442,6 +442,8 @@ def messages(
         if "message" in words and (settings := refused(words["message"])):
             words["refuses"] = settings
         yield str(kind), parts.get("values", {}), words, parts.get("args", {})
+        if words.get("cut"):  # arguments a line's end cut: the next rows may hold the rest
+            yield CUT, {}, {}, {}
         if kind == "stats" and not body.rstrip().endswith(STATS_END):
             yield CUT, {}, {}, {}  # every stats line ends on a percentage: a terminal wrapped this one
         if rest is None:

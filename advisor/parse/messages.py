@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from lark import Token, Transformer
 
-from advisor.parse.facts import Number, config_pairs, gib, literal_dict, namespace_args, number
+from advisor.parse.facts import Number, config_pairs, gib, literal_dict, namespace_args, number, whole_items
 
 # Numeric launch arguments and the fact names they feed.
 ARG_FACTS = {
@@ -376,13 +377,13 @@ class ToFacts(Transformer[Token, Parts]):
         return self.engine_config(c) if _token(c, "CONFIG_TEXT") else {}
 
     def non_default_args(self, c: Children) -> Parts:
-        return _launch_args(literal_dict(_token(c, "DICT_TEXT") or ""))
+        return _launch_args(literal_dict, _token(c, "DICT_TEXT") or "")
 
     def launch_command(self, c: Children) -> Parts:
         return {"values": _flag_values(_token(c, "COMMAND_TEXT") or "")}
 
     def namespace_args(self, c: Children) -> Parts:
-        return _launch_args(namespace_args(_token(c, "NAMESPACE_TEXT") or ""))
+        return _launch_args(namespace_args, _token(c, "NAMESPACE_TEXT") or "")
 
     def max_len_in_use(self, c: Children) -> Parts:
         return {"values": _named(("max_seq_len",), c)}
@@ -599,7 +600,11 @@ def _flag_values(command: str) -> dict[str, Number]:
     return values
 
 
-def _launch_args(parsed: tuple[dict[str, Any], list[str]] | None) -> Parts:
+def _launch_args(read: Callable[[str], tuple[dict[str, Any], list[str]] | None], text: str) -> Parts:
+    """The launch arguments of a printed dict or Namespace, read without evaluating it; one a cut line
+    ended is read as far as its last whole argument, and says so (no command is rebuilt from it)."""
+    whole = whole_items(text)
+    parsed = read(text if whole is None else whole)
     if parsed is None:
         return {"text": {"unreadable": "launch arguments too large or not a literal"}}
     args, left_out = parsed
@@ -608,6 +613,10 @@ def _launch_args(parsed: tuple[dict[str, Any], list[str]] | None) -> Parts:
         for key, name in ARG_FACTS.items()
         if isinstance(args.get(key), (int, float)) and not isinstance(args.get(key), bool)
     }
+    notes = {}
     # A flag whose value is no literal cannot be given back: the command is not rebuilt from a partial dict.
-    partial = {"text": {"unreadable": "no literal: " + ", ".join(left_out)}} if left_out else {}
-    return {"values": values, "args": args, **partial}
+    if left_out:
+        notes["unreadable"] = "no literal: " + ", ".join(left_out)
+    if whole is not None:
+        notes["cut"] = "the arguments end where the line was cut"
+    return {"values": values, "args": args, **({"text": notes} if notes else {})}

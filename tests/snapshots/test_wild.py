@@ -117,6 +117,19 @@ KNOWN_WRONG: dict[str, str] = {
     "37020": "the 0.6 engine config for an embedding model cut mid-line: the refusal is in the thread",
     "37111": "only NIXL's 'Releasing expired KV blocks' warnings: the KeyError that killed the engine is in the thread",
     "37206": "a RunPod worker's config line and transformers' trust_remote_code traceback: no vLLM record at all",
+    "38002": "a V1 start whose ranks are assigned, then the poster's '# Get stuck in here': the hang is in the thread",
+    "38003": "Ray's placement on two Ascend nodes, cut before any error: init_device's failure is in the thread",
+    "38004": "a V1 worker's exception pasted with its newlines lost, one line: no serving sign is read",
+    "38011": "two shm-broadcast waits and an Ascend warning at start-up: the crash is in the thread",
+    "38107": "shm waits, a Gloo timeout and a Ray worker's death, prefixes elided: serving is in the thread",
+    "38108": "a blogger's two quoted Ray errors, no vLLM record: the chat request that crashed it is in the text",
+    "38301": "Xinference loading safetensors shards, cut at 10%: the KV shortfall is in the thread's title",
+    "38304": "a V1 TP start cut at pynccl's version line: the NCCL failure is in the thread's title",
+    "38305": "a gfx906 fork's V0 engine config cut mid-line: the failure is in the thread",
+    "38308": "OpenRLHF's Ray actor cut at the task list: the failure is in the thread",
+    "38312": "Triton's vLLM backend cut at the engine config: the failure is in the thread",
+    "38313": "Xinference's quoted V1 engine config cut mid-line: the failure is in the thread",
+    "38314": "a V1 start cut at 'Waiting for init': the failure is in the thread",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {
@@ -141,12 +154,9 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "22109": "the settings are in Xinference's 'Loading ... with following model config' line, not vLLM's",
     "22202": "max_model_len is in vllm-spyre's 'Configurations for Spyre.' line, which the grammar does not read",
     "2041": "total memory and utilization in V0 0.6's 'Memory profiling results', read only in part",
-    "3059": "labelled from the thread's text",
-    "6003": "a V0 launcher's 'args: Namespace(' cut before its closing parenthesis is not read in part",
     "7058": "gpu_memory_utilization is in lm-eval's command line, which is not vLLM's output",
     "8069": "the launch arguments are a Python list printed one item per line by verl, not vLLM's own lines",
     "20111": "max_model_len is read from a multimodal profiling warning's 'context length (5120)', no fact",
-    "21209": "the 'non-default args' dict is cut before its closing brace and is not read in part",
     "18012": "tensor_parallel_size is in the notebook's LLM(...) call quoted by IPython's traceback, not vLLM's",
     "8029": "gpu_memory_utilization and max_model_len are in the notebook's own LLM(...) call, not vLLM's output",
     "5056": "V1's DEBUG 'Initial free memory: ...; Requested memory: 0.90 (util), ...' is not in the grammar",
@@ -155,7 +165,6 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "15006": "the 136-column wrap splits 'num_gpu_blocks is' from its number across lines",
     "14007": "gpu_memory_utilization is in the docker run command the poster pasted, not vLLM's output",
     "14111": "utilization, TP size and length are in the docker run command the poster pasted, not vLLM's output",
-    "16007": "the terminal wrapped the non-default args inside a string, the rest of the dict on a line of no prefix",
     "16070": "gpu_memory_utilization is in the shell's 'Killed' line's command, not vLLM's output",
     "17004": "the tensor-parallel size is inferred from a VllmWorkerProcess beside the driver, which prints no flag",
     "17007": "gpu_memory_utilization is in the script's LLM(...) line a traceback quotes, not vLLM's output",
@@ -174,11 +183,10 @@ KNOWN_MISSING_FACTS: dict[str, str] = {
     "26209": "max_model_len is only in the notebook cell's code that Jupyter's traceback quotes",
     "27006": "a stats line hard-wrapped at 84 columns whose second row the excerpt cuts at 'Wait': not read in part",
     "35010": "tensor_parallel_size is in the engine config's second row, hard-wrapped by the poster with a backslash",
-    "36008": "tensor_parallel_size is in the non-default arguments' dict, which the excerpt cuts before its end",
     "36219": "max_seq_len is in an engine config line whose start the excerpt cuts: no envelope, no record",
-    "37006": "utilization and parallel size are in the arguments' second row, where the excerpt cut the line",
     "37007": "utilization is in the shell's echo of the wrapper's command (bash -x), not vLLM's output",
     "37206": "utilization and parallel size are in the RunPod worker's own config dict, not vLLM's output",
+    "38003": "tensor_parallel_size is only in the start of an engine config line the excerpt cuts and in warnings",
 }
 
 

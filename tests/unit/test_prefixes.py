@@ -58,6 +58,9 @@ UNLEARNABLE = {
     "36018",
     "36109",
     "37114",
+    "38107",
+    "38108",
+    "38109",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
