@@ -22,10 +22,21 @@ from advisor.plan.model import ModelShape
 from advisor.report import writer
 from advisor.report.build import Diagnosis, build_report, diagnose, event_facts, parse, with_events
 from advisor.report.contract import Report, Verdict
+from advisor.usage import InputError
 
 # A log is a path (str or os.PathLike; '-' is stdin), its bytes, or an iterable of its lines.
 Log = str | os.PathLike[str] | bytes | Iterable[str]
-__all__ = ["Analysis", "Log", "ProcessDied", "analyses", "analysis", "analyze", "display_name", "facts"]
+__all__ = [
+    "Analysis",
+    "Log",
+    "ProcessDied",
+    "analyses",
+    "analysis",
+    "analysis_of_file",
+    "analyze",
+    "display_name",
+    "facts",
+]
 
 # Events from which a forked process writes them while this one diagnoses the log: below it,
 # starting the process costs more than writing the events takes.
@@ -54,11 +65,30 @@ def served_model(model_dir: str | None) -> model_shape.ModelShape | None:
     return model_shape.load(model_dir) if model_dir else None
 
 
-def analyses(
-    paths: list[str], command: str | None = None, model_dir: str | None = None
-) -> list[Analysis | BaseException]:
-    """The reports of several logs, in order, their lines read in parallel on the cores this process
-    may use; a log that cannot be read gives its error in its place."""
+def analysis_of_file(path: str, command: str | None = None, model_dir: str | None = None) -> Analysis:
+    """The analysis of a log file ('-': stdin); one that cannot be read is InputError's one line."""
+    try:
+        return analysis(path, command, model_dir=model_dir)
+    except (OSError, EOFError, ProcessDied) as error:
+        raise unreadable(path, error) from None
+
+
+def unreadable(path: str, error: BaseException) -> InputError:
+    """The one-line error of a log that cannot be read."""
+    if isinstance(error, FileNotFoundError):
+        return InputError(f"{path}: no such file")
+    if isinstance(error, IsADirectoryError):
+        return InputError(f"{path}: is a directory, not a log file")
+    if isinstance(error, PermissionError):
+        return InputError(f"{path}: permission denied")
+    if isinstance(error, ProcessDied):
+        return InputError(f"{path}: {error}")
+    return InputError(f"{path}: cannot read: {error}")  # a truncated .gz, an unreadable device
+
+
+def analyses(paths: list[str], command: str | None = None, model_dir: str | None = None) -> list[Analysis]:
+    """The analyses of several logs, in order, their lines read in parallel on the cores this process
+    may use; the first log that cannot be read is InputError's one line."""
     model = served_model(model_dir)
     workers = min(len(paths), scan.usable_cores())
     results: Iterable[list[Fact] | BaseException]
@@ -69,10 +99,12 @@ def analyses(
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         with pool:
             results = list(pool.map(_facts_or_error, paths, itertools.repeat(1)))
-    return [
-        result if isinstance(result, BaseException) else Analysis(result, display_name(path), command, model)
-        for path, result in zip(paths, results, strict=True)
-    ]
+    out = []
+    for path, result in zip(paths, results, strict=True):
+        if isinstance(result, BaseException):
+            raise unreadable(path, result)
+        out.append(Analysis(result, display_name(path), command, model))
+    return out
 
 
 def _facts_or_error(path: str, parts: int | None = None) -> list[Fact] | BaseException:

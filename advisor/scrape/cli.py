@@ -28,7 +28,7 @@ def reports(
     files: list[str],
     sources: list[str],
     user_command: str | None,
-    analyze_one: Callable[[str, str | None], Analysis],
+    analysis_of_file: Callable[[str, str | None], Analysis],
 ) -> list[Report] | None:
     """The joined reports; None when metrics alone were asked for and none could be read (exit 2)."""
     snapshots, missing = read_all(sources)
@@ -38,6 +38,6 @@ def reports(
     if not files:
         out.append(join(None, None, snapshots, missing, user_command))
     for path in files:
-        analysis = analyze_one(path, user_command)
+        analysis = analysis_of_file(path, user_command)
         out.append(join(analysis.diagnosis(), analysis.report(), snapshots, missing, user_command))
     return out

@@ -49,7 +49,7 @@ STAGES = [
     ("advisor.pipeline",),
     ("advisor.scrape",),
     ("advisor.stream",),
-    ("advisor.live", "advisor.compare", "advisor.cli", "advisor.syslog_ng", "advisor.__main__"),
+    ("advisor.live", "advisor.compare", "advisor.subcommands", "advisor.cli", "advisor.syslog_ng", "advisor.__main__"),
 ]
 
 
