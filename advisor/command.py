@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from advisor.parse.facts import Fact
-from advisor.timeline.runs import Run
+from advisor.timeline.events import Run
 
 # Keys of the launch arguments that are not command-line flags of `vllm serve`.
 NOT_FLAGS = {"model", "model_tag", "subparser", "dispatch_function", "func", "cmd"}

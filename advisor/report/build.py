@@ -18,8 +18,9 @@ from advisor.report.contract import Command, EventOut, Finding, RemediationOut, 
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
 from advisor.rules.schema import Judged, Remediation, load_rules
+from advisor.timeline.events import Run
 from advisor.timeline.kinds import TRACEBACK_KINDS
-from advisor.timeline.runs import Run, split_runs
+from advisor.timeline.runs import split_runs
 
 
 def parse(lines: Iterable[Line]) -> list[Fact]:

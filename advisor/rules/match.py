@@ -16,8 +16,8 @@ from advisor.plan.model import ModelShape
 from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
+from advisor.timeline.events import Event, Run
 from advisor.timeline.frames import ANSWERED, ONE_REQUEST, SERVING_LOOPS
-from advisor.timeline.runs import Event, Run
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from advisor.scrape.figures import cache_config, deployment, figures
 from advisor.scrape.names import matching_releases
 from advisor.scrape.rules import judge
 from advisor.scrape.snapshot import Snapshot
-from advisor.timeline.runs import Run
+from advisor.timeline.events import Run
 
 # The log's inferences that only the counter can settle: all three say "requests may be preempted".
 PREEMPTION_HYPOTHESES = ("R103", "R104", "H103")

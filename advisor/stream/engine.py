@@ -13,7 +13,8 @@ from advisor.report.build import finding, verdict
 from advisor.report.contract import StreamFinding, Verdict
 from advisor.rules.match import Match, match_run, without_superseded
 from advisor.rules.schema import CLEARING_FAILURES, load_rules
-from advisor.timeline.runs import Run, place, starts_new_run
+from advisor.timeline.events import Run
+from advisor.timeline.runs import place, starts_new_run
 
 # Memory stays bounded on a server that runs for months: of each kind of fact the current run keeps
 # the first ones (where startup facts, the first exception and the first stats live, as batch reads them)
