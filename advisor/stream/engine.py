@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from advisor.fast.candidates import CandidateReader, scan_buffer
 from advisor.fast.prefilter import matcher
-from advisor.fast.scan import CandidateReader, scan_buffer
 from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE
 from advisor.parse.facts import Fact

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import FIXTURES, ROOT, tiered
 
-from advisor.fast import prefilter, scan, templates
+from advisor.fast import prefilter, scan, templates, tree_cache
 from advisor.ingest import sources, unwrap
 from advisor.parse import grammar
 from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser, parse_line
@@ -116,7 +116,7 @@ def digit_sensitive_terminals() -> set[str]:
 
 
 def test_digit_sensitive_terminals_are_bypassed():
-    assert digit_sensitive_terminals() == set(templates.DIGIT_SENSITIVE)
+    assert digit_sensitive_terminals() == set(tree_cache.DIGIT_SENSITIVE)
 
 
 def test_wrappers_treat_all_digits_alike():
@@ -133,7 +133,7 @@ def shifted_digits(text: str) -> str:
 @pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])
 def test_cached_tree_gives_the_facts_of_a_fresh_parse(path):
     # Prime the cache with each real line, then parse the line with other digits in the same places.
-    cache = templates.TemplateCache()
+    cache = tree_cache.TemplateCache()
     for line in sources.lines(sources.read_chunks(str(path))):
         parse_line(line.text, line.number, cache.parse)
         other = shifted_digits(line.text)
