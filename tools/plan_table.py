@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from advisor.plan import model, planner  # noqa: E402  (needs the repo on sys.path first)
+from advisor.plan.request import Request  # noqa: E402
 
 FIXTURES = ROOT / "fixtures/plan"
 PRINTED = re.compile(
@@ -39,7 +40,7 @@ def vllm_printed(log: str) -> dict:
 
 
 def predicted(model_dir: Path, case: dict) -> planner.Plan:
-    request = planner.Request(
+    request = Request(
         str(model_dir),
         max_model_len=case["max_model_len"],
         kv_cache_memory_bytes=case["kv_cache_memory_bytes"],

@@ -12,7 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from advisor.plan.figures import PlanError
-from advisor.plan.model import MambaState, ModelShape
+from advisor.plan.layers import MambaState
+from advisor.plan.model import ModelShape
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.plan.config import config_int
 from advisor.plan.figures import ESTIMATED, GIVEN, READ, Figure, Input, PlanError
-from advisor.plan.model import ModelShape, config_int
+from advisor.plan.model import ModelShape
 
 GIB = 1024**3
 # Usable memory as torch reports it (vLLM's total_gpu_memory, or torch's "total capacity" in an OOM),

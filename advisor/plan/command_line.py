@@ -9,6 +9,7 @@ from typing import NoReturn
 from advisor.plan import model, planner, render
 from advisor.plan.budget import KNOWN_GPUS, parse_size
 from advisor.plan.figures import PlanError
+from advisor.plan.request import Request
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> int:
             if args.kv_cache_memory_bytes is None
             else parse_size(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes")
         )
-        request = planner.Request(
+        request = Request(
             args.model_dir,
             args.gpu_memory,
             args.gpu,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from advisor.plan import arithmetic
 from advisor.plan.figures import PlanError
 from advisor.plan.model import ModelShape
-from advisor.plan.planner import Request, batch_limits, settings_for
+from advisor.plan.request import Request
+from advisor.plan.settings import batch_limits, settings_for
 
 
 def kv_figures(

@@ -7,37 +7,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from advisor.defaults import MLA_BLOCK_SIZE, UTILIZATION_FROM_0_21, block_size, raised_utilization
+from advisor.defaults import UTILIZATION_FROM_0_21, raised_utilization
 from advisor.plan import arithmetic, budget
 from advisor.plan.arithmetic import Settings
+from advisor.plan.config import config_int
 from advisor.plan.figures import ASSUMED, COMPUTED, ESTIMATED, GIVEN, READ, AnyInput, Figure, Input, PlanError
-from advisor.plan.model import ModelShape, config_int
+from advisor.plan.model import ModelShape
+from advisor.plan.request import Request, check
+from advisor.plan.settings import batch_limits, settings_for
 
-GIB = budget.GIB
-KERNEL_ALIGNMENT = {"cpu": 32, "cuda": 16}  # the attention backends' smallest kernel block (MultipleOf)
 DEFAULT_UTILIZATION = UTILIZATION_FROM_0_21  # plan sizes for today's vLLM
-CPU_FLAGS_READ = ("avx512_bf16", "amx_tile")  # the CPU flags that change vLLM's KV layout on --device cpu
-
-
-@dataclass
-class Request:
-    """What the user asked for; None means vLLM's default."""
-
-    model_dir: str
-    gpu_memory: str | None = None
-    gpu: str | None = None
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    max_model_len: int | None = None
-    max_num_seqs: int | None = None
-    utilization: float | None = None
-    kv_cache_dtype: str = "auto"
-    kv_cache_memory_bytes: int | None = None
-    block_size: int | None = None
-    max_num_batched_tokens: int | None = None
-    device: str = "cuda"
-    # The serving machine's CPU flags, as /proc/cpuinfo lists them: vLLM's CPU kernels choose by them.
-    cpu_flags: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -74,150 +53,6 @@ class Plan:
     @property
     def command_line(self) -> str:
         return shlex.join(self.command)
-
-
-def check(request: Request) -> None:
-    for name, value in (
-        ("--tensor-parallel-size", request.tensor_parallel),
-        ("--pipeline-parallel-size", request.pipeline_parallel),
-        ("--max-model-len", request.max_model_len),
-        ("--max-num-seqs", request.max_num_seqs),
-        ("--block-size", request.block_size),
-        ("--max-num-batched-tokens", request.max_num_batched_tokens),
-        ("--kv-cache-memory-bytes", request.kv_cache_memory_bytes),
-    ):
-        if value is not None and value <= 0:
-            raise PlanError(f"{name} {value}: must be a positive whole number")
-    if request.utilization is not None and not 0 < request.utilization <= 1:
-        raise PlanError(f"--gpu-memory-utilization {request.utilization}: must be in (0, 1]")
-    if request.kv_cache_dtype != "auto" and request.kv_cache_dtype not in arithmetic.DTYPE_BYTES:
-        raise PlanError(
-            f"--kv-cache-dtype {request.kv_cache_dtype!r}: plan knows auto, {', '.join(arithmetic.DTYPE_BYTES)}"
-        )
-    if request.device not in KERNEL_ALIGNMENT:
-        raise PlanError(f"--device {request.device!r}: plan knows cuda and cpu")
-    if request.kv_cache_memory_bytes is None and request.gpu_memory is None and request.gpu is None:
-        raise PlanError("give the GPU's memory (--gpu-memory 80GiB or --gpu NAME) or a fixed --kv-cache-memory-bytes")
-
-
-def settings_for(
-    request: Request, shape: ModelShape, total_memory: int | None, length: int, inputs: list[AnyInput]
-) -> Settings:
-    """vLLM's choices for this device and model, each noted as given, read or assumed."""
-    cpu = request.device == "cpu"
-    kv_bytes = 2 if request.kv_cache_dtype == "auto" else arithmetic.DTYPE_BYTES[request.kv_cache_dtype]
-    inputs.append(
-        Input(
-            "KV dtype bytes",
-            kv_bytes,
-            GIVEN if request.kv_cache_dtype != "auto" else READ,
-            f"--kv-cache-dtype {request.kv_cache_dtype}"
-            + (f" (the model dtype, {shape.model_dtype})" if request.kv_cache_dtype == "auto" else ""),
-        )
-    )
-    _seqs, batched = batch_limits(request, total_memory, length)
-    # CPU turns async scheduling off: one batch in flight; CUDA's async scheduling keeps two (PP: one per stage).
-    batches = 1 if cpu else (2 if request.pipeline_parallel == 1 else request.pipeline_parallel)
-    if "sliding" in shape.layer_kinds or "chunked" in shape.layer_kinds:
-        inputs.append(
-            Input(
-                "tokens in flight",
-                batches * batched,
-                GIVEN if request.max_num_batched_tokens else ASSUMED,
-                f"{batches} batch(es) x {batched} batched tokens (vLLM's default for "
-                f"{request.device}; --max-num-batched-tokens sets it)",
-            )
-        )
-    block, basis = _block_size(request, shape)
-    ssm_bytes = _ssm_state_bytes(shape, request, inputs)
-    settings = Settings(
-        request.tensor_parallel,
-        request.pipeline_parallel,
-        block,
-        kv_bytes,
-        2,
-        ssm_bytes,
-        batches * batched,
-        prefix_caching=not shape.is_attention_free,
-    )
-    if shape.is_hybrid:
-        raised = arithmetic.hybrid_block_size(shape, settings, KERNEL_ALIGNMENT[request.device])
-        if raised != block:
-            block, basis = raised, f"raised from {block} so one attention page holds a mamba state (vLLM does)"
-        settings = replace(settings, block_size=block)
-    if shape.mamba is not None:
-        inputs.append(_state_pages_input(shape))
-    inputs.append(Input("block size", block, GIVEN if request.block_size and not shape.is_hybrid else ASSUMED, basis))
-    return settings
-
-
-def _state_pages_input(shape: ModelShape) -> Input[int]:
-    """How many state pages a recurrent layer holds per request, as vLLM's MambaSpec counts them."""
-    assert shape.mamba is not None
-    if shape.is_attention_free:
-        return Input(
-            "state pages per request", 1, ASSUMED, "attention-free: prefix caching off, mamba_cache_mode 'none'"
-        )
-    pages = 2 + shape.mamba.checkpoint_pages
-    basis = "prefix caching on (vLLM's default): mamba_cache_mode 'align' keeps 2 state pages"
-    if shape.mamba.checkpoint_pages:
-        basis += ", and a Mamba2 mixer 1 prefill checkpoint page"
-    return Input("state pages per request", pages, ASSUMED, basis)
-
-
-def _ssm_state_bytes(shape: ModelShape, request: Request, inputs: list[AnyInput]) -> int:
-    """The SSM state's dtype: the model's, unless the family's config or vLLM's CPU platform says otherwise."""
-    if shape.mamba is None:
-        return 2
-    # NemotronH and Qwen3.5 (models/config.py) take mamba_ssm_cache_dtype 'auto' from config.json.
-    if shape.model_type == "nemotron_h":
-        configured = str(shape.raw_config.get("mamba_ssm_cache_dtype", "float32"))
-        basis = f"NemotronH: config.json mamba_ssm_cache_dtype, else float32 ({configured})"
-    elif shape.model_type.startswith("qwen3_5") and shape.raw_config.get("mamba_ssm_dtype"):
-        configured = str(shape.raw_config["mamba_ssm_dtype"])
-        basis = f"Qwen3.5: config.json mamba_ssm_dtype ({configured})"
-    else:
-        configured, basis = "auto", "mamba_ssm_cache_dtype auto: the model dtype"
-    kept_on_cpu = configured in ("float16", "bfloat16") and shape.mamba.kind == "gdn"
-    if configured != "float32" and request.device == "cpu" and "avx512_bf16" in request.cpu_flags and not kept_on_cpu:
-        configured, basis = "float32", "CPU with avx512_bf16 (--cpu-flags): vLLM resets the SSM cache to float32"
-    size = 4 if configured == "float32" else 2
-    inputs.append(Input("SSM state dtype bytes", size, ASSUMED, basis))
-    return size
-
-
-def batch_limits(request: Request, total_memory: int | None, length: int) -> tuple[int, int]:
-    """--max-num-seqs and --max-num-batched-tokens, or vLLM's defaults for the API server on this device."""
-    cpu, world = request.device == "cpu", request.tensor_parallel * request.pipeline_parallel
-    seqs = request.max_num_seqs or _default_seqs(cpu, world, total_memory)
-    return seqs, request.max_num_batched_tokens or min(seqs * length, _default_batched(cpu, world, total_memory))
-
-
-def _default_seqs(cpu: bool, world: int, total: int | None) -> int:
-    if cpu:
-        return 128 * world
-    return 1024 if total and total >= 70 * GIB else 256
-
-
-def _default_batched(cpu: bool, world: int, total: int | None) -> int:
-    if cpu:
-        return 2048 * world
-    if total and total >= 160 * GIB:
-        return 16384
-    return 8192 if total and total >= 70 * GIB else 2048
-
-
-def _block_size(request: Request, shape: ModelShape) -> tuple[int, str]:
-    if shape.is_mla and request.device == "cpu" and "amx_tile" not in request.cpu_flags:
-        return (
-            MLA_BLOCK_SIZE["cpu"],
-            "vLLM's CPU MLA kernel without AMX (no amx_tile in --cpu-flags) needs 16, whatever --block-size says",
-        )
-    if request.block_size:
-        return request.block_size, f"--block-size {request.block_size}"
-    if shape.is_mla:
-        return MLA_BLOCK_SIZE["cuda"], "FlashMLA's block (Hopper); other MLA backends choose their own"
-    return block_size(request.device), f"vLLM's {'CPU' if request.device == 'cpu' else 'CUDA'} default"
 
 
 def weights_figure(shape: ModelShape, request: Request) -> Figure[int]:

@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURES, ROOT
 
 from advisor.plan import model, planner
+from advisor.plan.request import Request
 
 RESULTS = json.loads((FIXTURES / "plan/vllm-functions.json").read_text())["results"]
 SIZED = [r for r in RESULTS if "error" not in r]
@@ -47,7 +48,7 @@ def test_plan_for_cuda_equals_vllms_functions(result):
     folder = ROOT / result["model_dir"]
     shape = model.load(folder)
     assert shape.layer_kinds == result["layer_kinds"]
-    request = planner.Request(
+    request = Request(
         str(folder),
         tensor_parallel=result["tensor_parallel"],
         max_model_len=result["max_model_len"],

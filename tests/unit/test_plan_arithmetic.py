@@ -11,13 +11,14 @@ from conftest import FIXTURES
 
 from advisor.plan import model, planner
 from advisor.plan.figures import PlanError
+from advisor.plan.request import Request
 
 CONFIGS = FIXTURES / "plan/configs"
 GIB = 1024**3
 
 
 def plan(name: str, **flags) -> planner.Plan:
-    request = planner.Request(str(CONFIGS / name), **flags)
+    request = Request(str(CONFIGS / name), **flags)
     return planner.plan(request, model.load(CONFIGS / name))
 
 
@@ -63,7 +64,7 @@ def test_mha_and_mqa_from_the_same_rule(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert (
         value(
-            planner.plan(planner.Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
+            planner.plan(Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
             "KV bytes per token per GPU",
         )
         == 32 * 2 * 32 * 128 * 2
@@ -72,7 +73,7 @@ def test_mha_and_mqa_from_the_same_rule(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert (
         value(
-            planner.plan(planner.Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
+            planner.plan(Request(str(tmp_path), kv_cache_memory_bytes=GIB), model.load(tmp_path)),
             "KV bytes per token per GPU",
         )
         == 32 * 2 * 1 * 128 * 2

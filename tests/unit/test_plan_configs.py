@@ -10,6 +10,7 @@ from conftest import FIXTURES
 
 from advisor.plan import model, planner
 from advisor.plan.figures import PlanError
+from advisor.plan.request import Request
 
 CONFIGS = FIXTURES / "plan/configs"
 NAMES = sorted(path.name for path in CONFIGS.iterdir() if (path / "config.json").exists())
@@ -28,7 +29,7 @@ def test_real_configs_carry_where_they_came_from():
 @pytest.mark.parametrize("name", NAMES)
 def test_every_real_config_plans_at_every_tp(name, tp):
     shape = model.load(CONFIGS / name)
-    request = planner.Request(str(CONFIGS / name), kv_cache_memory_bytes=20 * GIB, tensor_parallel=tp)
+    request = Request(str(CONFIGS / name), kv_cache_memory_bytes=20 * GIB, tensor_parallel=tp)
     try:
         result = planner.plan(request, shape)
     except PlanError as error:

@@ -12,13 +12,14 @@ from conftest import FIXTURES
 
 from advisor.plan import model, planner
 from advisor.plan.figures import PlanError
+from advisor.plan.request import Request
 
 CONFIGS = FIXTURES / "plan/configs"
 GIB = 1024**3
 
 
 def plan(name: str, **flags) -> planner.Plan:
-    return planner.plan(planner.Request(str(CONFIGS / name), **flags), model.load(CONFIGS / name))
+    return planner.plan(Request(str(CONFIGS / name), **flags), model.load(CONFIGS / name))
 
 
 def value(result: planner.Plan, name: str):
@@ -72,9 +73,7 @@ def test_llama4_chunked_layers_hold_a_chunk_and_what_is_in_flight(tmp_path):
     assert shape.layer_kinds == ["chunked", "chunked", "chunked", "full"] * 2
     # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1: the hybrid manager stays on, so 6
     # chunked layers and 2 full ones make groups of 2: one full group, three chunked groups.
-    request = planner.Request(
-        str(tmp_path), kv_cache_memory_bytes=GIB, max_model_len=32768, max_num_batched_tokens=2048
-    )
+    request = Request(str(tmp_path), kv_cache_memory_bytes=GIB, max_model_len=32768, max_num_batched_tokens=2048)
     result = planner.plan(request, shape)
     # Per request: full cdiv(32768, 16) = 2048; chunked cdiv(min(8192 + 2 x 2048, 32768), 16) = 768 per group.
     assert value(result, "blocks per request") == 2048 + 3 * 768

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from advisor.live import server as live_server  # noqa: E402  (needs the repo on sys.path first)
 from advisor.live.launch import default_vllm_python  # noqa: E402
-from advisor.plan import planner  # noqa: E402
+from advisor.plan.request import CPU_FLAGS_READ  # noqa: E402
 
 DEFAULT_PYTHON = str(default_vllm_python())
 MODELS = Path.home() / ".cache/vllm-advisor/models/plan"
@@ -85,7 +85,7 @@ def host_cpu_flags() -> list[str]:
     """The flags plan reads, of this machine's CPU: the capture runs vLLM here, so this host is the server."""
     with open("/proc/cpuinfo", encoding="utf-8") as handle:
         flags = next((set(line.split(":", 1)[1].split()) for line in handle if line.startswith("flags")), set())
-    return [flag for flag in planner.CPU_FLAGS_READ if flag in flags]
+    return [flag for flag in CPU_FLAGS_READ if flag in flags]
 
 
 def main() -> None:

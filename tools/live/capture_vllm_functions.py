@@ -21,6 +21,7 @@ sys.path.insert(0, str(REPO))
 from advisor.live.launch import default_vllm_python  # noqa: E402  (needs the repo on sys.path first)
 from advisor.plan import model, planner  # noqa: E402
 from advisor.plan.figures import PlanError  # noqa: E402
+from advisor.plan.request import Request  # noqa: E402
 
 FIXTURES = REPO / "fixtures/plan"
 OUT = FIXTURES / "vllm-functions.json"
@@ -41,7 +42,7 @@ def cases() -> list[dict]:
     for folder, tp, length, kv_bytes in found:
         shape = model.load(folder)
         length = min(length, shape.max_model_len)  # vLLM refuses a length above the model's own (gemma-2: 8192)
-        request = planner.Request(
+        request = Request(
             str(folder), tensor_parallel=tp, max_model_len=length, kv_cache_memory_bytes=kv_bytes,
             max_num_batched_tokens=BATCHED,
         )  # fmt: skip
