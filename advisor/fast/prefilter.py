@@ -7,7 +7,8 @@ from functools import cache
 from typing import cast
 
 from advisor.ingest.unwrap import CUT_FROM_INSIDE, JOURNAL_KEY
-from advisor.parse.grammar import CRITICAL, ERROR, anchor_words
+from advisor.parse.anchors import anchor_words
+from advisor.parse.envelope import CRITICAL, ERROR
 
 # A line holding what unwrap cuts from inside lines ("CUDA \x1b[1mout of memory") or a journald
 # record's key is always a candidate: its anchors may not be in its raw bytes; so is an error-level record.

@@ -13,10 +13,11 @@ from advisor.fast.prefilter import matcher
 from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE
 from advisor.parse import records
+from advisor.parse.anchors import anchor_regex
 from advisor.parse.continuation import MAX_FOLLOWING
 from advisor.parse.facts import Fact
-from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser
 from advisor.parse.limits import TracebackBound
+from advisor.parse.parsers import envelope_parser, message_parser
 
 # Bytes scanned at a time: large enough that per-block overhead vanishes, small enough to bound memory.
 BLOCK = 4 << 20

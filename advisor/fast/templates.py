@@ -8,8 +8,9 @@ from typing import cast
 
 from advisor.fast.tree_cache import BYPASS, MAX_CACHED_LINE, MAX_TEMPLATES, TemplateCache
 from advisor.ingest.sources import stripped_prefix
+from advisor.parse.envelope import Parse
 from advisor.parse.facts import Fact, Number, number
-from advisor.parse.grammar import Parse, may_state_facts, parse_line
+from advisor.parse.grammar import may_state_facts, parse_line
 
 # The same key as UTF-8 bytes, ten times quicker to make: only ASCII digits are ASCII digit bytes.
 DIGIT_BYTES_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")

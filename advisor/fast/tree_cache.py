@@ -9,7 +9,8 @@ from typing import overload
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
-from advisor.parse.grammar import LOCATED_ERROR, terminal_notes
+from advisor.parse.parsers import terminal_notes
+from advisor.parse.places import LOCATED_ERROR
 
 # A key keeps every character but makes every ASCII digit "0": same length, so every token of
 # a cached tree sits at the same offsets in any line with the same key.

@@ -17,8 +17,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, Literal, overload
 
 from advisor.ingest.sources import Line
+from advisor.parse.anchors import anchor_regex
+from advisor.parse.envelope import split_envelope
 from advisor.parse.facts import Fact, Number
-from advisor.parse.grammar import CUT, RECORD_KINDS, anchor_regex, split_envelope, staged_functions
+from advisor.parse.grammar import CUT, RECORD_KINDS
+from advisor.parse.places import staged_functions
 
 # A message is read on into at most this many lines: nine terminal rows of 80 columns hold the
 # longest error the grammar reads in parts (the KV shortfall with its estimate and its advice,

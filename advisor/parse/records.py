@@ -9,8 +9,9 @@ from collections.abc import Iterable, Iterator
 
 from advisor.ingest.sources import Line
 from advisor.ingest.unwrap import PROCESS_RANKS
+from advisor.parse.envelope import CRITICAL, ERROR
 from advisor.parse.facts import Fact
-from advisor.parse.grammar import CRITICAL, ERROR, logged_at
+from advisor.parse.places import logged_at
 
 # vLLM's own log format (vllm/logger.py): "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d]
 # %(message)s" with the date as "%m-%d %H:%M:%S" (0.8 on; before, "filename:lineno]" without the

@@ -9,7 +9,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from advisor.parse.grammar import data_dir
+from advisor.parse.parsers import data_dir
 from advisor.rules.expressions import ExpressionError, compile_expression
 from advisor.rules.remedies import DERIVED_NAMES
 from advisor.rules.remembered import names_read

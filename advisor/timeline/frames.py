@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 
 from advisor.parse.facts import Fact
-from advisor.parse.grammar import FOREIGN_STAGES, PASS_THROUGH, REQUEST_VALIDATORS, RPC_DISPATCHERS, SERVING_RPCS
+from advisor.parse.places import FOREIGN_STAGES, PASS_THROUGH, REQUEST_VALIDATORS, RPC_DISPATCHERS, SERVING_RPCS
 from advisor.timeline.kinds import LOGGED_KINDS
 
 NO_STAGE = ("", ())  # stage and frames of a fact that ends no traceback

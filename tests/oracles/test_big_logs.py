@@ -22,7 +22,8 @@ from advisor.cli import main
 from advisor.fast import background, scan, templates, tree_cache
 from advisor.fast.templates import FactTemplates
 from advisor.ingest import sources
-from advisor.parse.grammar import anchor_regex, parse_line
+from advisor.parse.anchors import anchor_regex
+from advisor.parse.grammar import parse_line
 from advisor.pipeline import Analysis
 from advisor.report.build import analyze, event_facts, parse
 from advisor.report.contract import EventOut

@@ -11,8 +11,10 @@ from conftest import FIXTURES, ROOT, tiered
 
 from advisor.fast import prefilter, scan, templates, tree_cache
 from advisor.ingest import sources, unwrap
-from advisor.parse import grammar
-from advisor.parse.grammar import anchor_regex, envelope_parser, message_parser, parse_line
+from advisor.parse import parsers
+from advisor.parse.anchors import anchor_regex
+from advisor.parse.grammar import parse_line
+from advisor.parse.parsers import envelope_parser, message_parser
 from advisor.pipeline import Analysis
 from advisor.report.build import analyze, parse
 
@@ -82,7 +84,7 @@ def test_generated_log_same_report_with_every_engine(generated_log):
 
 def test_every_regex_anchor_has_literals():
     regex_anchors = {t.name for t in message_parser().terminals if t.name.startswith("A_") and t.pattern.type == "re"}
-    assert regex_anchors == set(grammar.terminal_notes("literals"))
+    assert regex_anchors == set(parsers.terminal_notes("literals"))
 
 
 @pytest.mark.parametrize("path", tiered(LOGS), ids=lambda p: p.name[:40])

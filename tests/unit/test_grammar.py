@@ -9,7 +9,9 @@ import pytest
 from conftest import FIXTURES, ROOT, analyze_fixture, fixture_line, tiers
 
 from advisor.ingest import sources
-from advisor.parse.grammar import AnchorSearch, anchor_regex, find_anchor, parse_line, split_envelope
+from advisor.parse.anchors import AnchorSearch, anchor_regex, find_anchor
+from advisor.parse.envelope import split_envelope
+from advisor.parse.grammar import parse_line
 
 
 def grammar_samples() -> list[tuple[str, dict, str, str]]:
