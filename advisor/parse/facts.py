@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 Number = int | float
@@ -172,13 +172,8 @@ def whole_items(text: str) -> str | None:
     cut so, or holds no whole item."""
     opened: list[str] = []
     last_item_end = None
-    quote = ""
-    for at, char in enumerate(text):
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in BRACKETS:
+    for at, char in _unquoted(text):
+        if char in BRACKETS:
             opened.append(BRACKETS[char])
         elif char in BRACKETS.values():
             if not opened or opened.pop() != char:
@@ -207,14 +202,10 @@ def _expression(text: str) -> ast.expr | None:
 
 def config_pairs(text: str) -> dict[str, str]:
     """Split an engine config string on top-level ', key=' (values hold reprs and nested dicts)."""
-    pairs, depth, quote, start = {}, 0, "", 0
+    pairs, depth, start = {}, 0, 0
     boundaries = []
-    for i, char in enumerate(text):
-        if quote:
-            quote = "" if char == quote and text[i - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
+    for i, char in _unquoted(text):
+        if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
@@ -226,3 +217,16 @@ def config_pairs(text: str) -> dict[str, str]:
             pairs[key] = value.strip()
         start = end + 1
     return pairs
+
+
+def _unquoted(text: str) -> Iterator[tuple[int, str]]:
+    """Each character of a printed expression outside its quoted strings, with its position (a quote
+    a backslash escapes does not end its string)."""
+    quote = ""
+    for at, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote and text[at - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        else:
+            yield at, char
