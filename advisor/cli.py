@@ -118,6 +118,17 @@ def analysis_parser() -> argparse.ArgumentParser:
         help="a replica's Prometheus /metrics: a saved dump or an http(s) URL; repeat for each "
         "replica; without a log file the metrics are judged alone",
     )
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="a Prometheus server's URL: vLLM's series over the last --since, per replica (instance)",
+    )
+    parser.add_argument(
+        "--since", default="1h", metavar="DURATION", help="the window --prometheus reads: 30m, 1h, 1d (default 1h)"
+    )
+    parser.add_argument(
+        "--match", metavar="LABELS", help='only the series --prometheus holds with these labels, e.g. job="vllm"'
+    )
     return parser
 
 
@@ -145,7 +156,9 @@ def _analyze_files(args: argparse.Namespace) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`)
         raise InputError("cannot write the report: standard output is closed")
     output = args.format or ("text" if sys.stdout.isatty() else "json")
-    if args.metrics:
+    if args.prometheus is None and args.match is not None:
+        raise InputError("--match needs --prometheus")
+    if args.metrics or args.prometheus:
         return _with_metrics(args, output)
     paths = [log for path in args.files or ["-"] for log in sources.log_files(path)]
     if not paths:
@@ -170,8 +183,9 @@ def _analyze_files(args: argparse.Namespace) -> int:
 def _with_metrics(args: argparse.Namespace, output: str) -> int:
     from advisor.scrape import cli  # prometheus_client and the metric rules only for runs that read metrics
 
+    window = cli.prometheus_window(args.prometheus, args.since, args.match) if args.prometheus else None
     reports = cli.reports(
-        args.files, args.metrics, args.cmd, partial(pipeline.analysis_of_file, model_dir=args.model_dir)
+        args.files, args.metrics or [], window, args.cmd, partial(pipeline.analysis_of_file, model_dir=args.model_dir)
     )
     if reports is None:
         return EXIT_USAGE  # metrics alone, and none could be read: each said why on stderr

@@ -117,6 +117,7 @@ class MetricsRead(BaseModel):
     source: str  # a path, or the URL without credentials
     read_at: str  # ISO 8601, UTC
     fetched: bool  # scraped from a live server now, or read from a saved dump
+    window_start: str | None = None  # ISO 8601: counts, rates and quantiles cover window_start .. read_at
     releases: str | None = None  # the vLLM releases whose metric names the dump matches
     values: dict[str, float | str | bool] = Field(default_factory=dict)
 

@@ -16,14 +16,16 @@ from typing import IO
 TIMEOUT_SECONDS = 10.0
 # One engine's /metrics is about 60 KB (fixtures/live); a thousand times that is no vLLM dump.
 MAX_BYTES = 64 * 1024 * 1024
+ERROR_BODY_BYTES = 4096  # of an HTTP error's answer: enough for an API's one-line reason
 
 
 class MetricsError(Exception):
     """A metrics source that cannot be read or is not vLLM's Prometheus text: one line, no traceback."""
 
-    def __init__(self, source: str, reason: str):
+    def __init__(self, source: str, reason: str, body: str = ""):
         super().__init__(f"{source}: {reason}")
         self.source, self.reason = source, reason
+        self.body = body  # what an HTTP error's answer said (an API's reason), else empty
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,8 @@ def _fetch(url: str, timeout: float, cap: int) -> Body:
     except urllib.error.HTTPError as error:
         if 300 <= error.code < 400:  # urllib itself refuses a redirect to file: and other schemes
             raise MetricsError(name, "redirected to another scheme; not followed") from None
-        raise MetricsError(name, f"HTTP {error.code} {error.reason}") from None
+        said = error.read(ERROR_BODY_BYTES).decode("utf-8", "replace")
+        raise MetricsError(name, f"HTTP {error.code} {error.reason}", said) from None
     except urllib.error.URLError as error:
         reason = error.reason
         if isinstance(reason, MetricsError):

@@ -7,6 +7,7 @@ from typing import Any
 
 from advisor.defaults import raised_utilization
 from advisor.scrape.names import MEASURES
+from advisor.scrape.preemption import recomputed, spread
 from advisor.scrape.snapshot import Histogram, Snapshot
 
 # Finish reasons that are not a normal end (stop, length, repetition): the server or the client gave up.
@@ -16,20 +17,18 @@ FAILED_REASONS = ("error", "abort")
 def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Snapshot | None = None) -> dict[str, Any]:  # noqa: C901  (each figure guarded by what the dump has)
     """Named numbers for the rules; a name is absent when the dump cannot give it (never divided by 0).
 
-    With the previous poll of the same server, the counters count what happened in between: the
-    preemptions of the interval, and the tokens per second over it."""
+    With the previous snapshot of the same server (follow's last poll, or a Prometheus window's start), the
+    counters and histograms count what happened in between, and the tokens per second are over it."""
     s, out = snapshot, dict[str, Any]()
-    put(out, "preemptions", s.total(MEASURES["preemptions"]))
+    put(out, "preemptions", window_total(s, previous, "preemptions"))
     if previous is not None:
-        since = change(previous, s, "preemptions")
-        if since is not None:
-            out["preemptions_total"], out["preemptions"] = out.get("preemptions"), since
+        put(out, "preemptions_total", s.total(MEASURES["preemptions"]))
     usage = s.total(MEASURES["kv_cache_usage"])
     put(out, "kv_cache_usage_pct", None if usage is None else round(100 * usage, 1))
     put(out, "running", s.total(MEASURES["running"]))
     put(out, "waiting", s.total(MEASURES["waiting"]))
 
-    reasons = s.by_label(MEASURES["success"], "finished_reason")
+    reasons = window_by_label(s, previous, "success", "finished_reason")
     finished = sum(reasons.values())
     if reasons:
         out["finished"] = finished
@@ -42,7 +41,7 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Sna
     if finished and "preemptions" in out:
         out["preemptions_per_request"] = round(out["preemptions"] / finished, 2)
 
-    queries, hits = s.total(MEASURES["prefix_queries"]), s.total(MEASURES["prefix_hits"])
+    queries, hits = window_total(s, previous, "prefix_queries"), window_total(s, previous, "prefix_hits")
     if queries:
         out["prefix_queries"] = queries
         out["prefix_hit_pct"] = round(100 * (hits or 0.0) / queries, 1)
@@ -57,8 +56,14 @@ def figures(snapshot: Snapshot, log: dict[str, Any] | None = None, previous: Sna
         histogram = observed(name)
         put(out, f"{name}_mean_s", None if histogram is None else rounded(histogram.mean))
     for name in ("prompt_length", "generation_length"):
-        histogram = s.histogram(MEASURES[name])
+        histogram = observed(name)
         put(out, f"mean_{name}", None if histogram is None or histogram.mean is None else round(histogram.mean))
+    prompt, generated = (window_total(s, previous, name) for name in ("prompt_tokens", "generation_tokens"))
+    if prompt is not None and generated is not None:
+        out["tokens_computed"] = prompt + generated
+    if out.get("preemptions"):
+        out.update(spread(observed("request_preemptions")))
+        out.update(recomputed(out))
     if out.get("queue_time_mean_s") is not None and out.get("e2e_mean_s"):
         out["queue_share_pct"] = round(100 * out["queue_time_mean_s"] / out["e2e_mean_s"], 1)
 
@@ -125,6 +130,23 @@ def deployment(per_replica: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         out["busiest_in_flight"], out["idlest_in_flight"] = max(flight)[0], min(flight)[0]
         out["in_flight"] = ", ".join(f"{source} {count:g}" for count, source in flight)
     return out
+
+
+def window_total(now: Snapshot, previous: Snapshot | None, measure: str) -> float | None:
+    """A counter over the window: what it grew since the previous snapshot, or its whole count when there is
+    none, the previous lacks it (the series began inside the window) or it went back (a restart)."""
+    total = now.total(MEASURES[measure])
+    before = previous.total(MEASURES[measure]) if previous is not None else None
+    return total if total is None or before is None or before > total else total - before
+
+
+def window_by_label(now: Snapshot, previous: Snapshot | None, measure: str, label: str) -> dict[str, float]:
+    """A counter's growth over the window per value of one label, as window_total."""
+    counts = now.by_label(MEASURES[measure], label)
+    before = previous.by_label(MEASURES[measure], label) if previous is not None else {}
+    if any(before.get(key, 0.0) > value for key, value in counts.items()):
+        return counts
+    return {key: value - before.get(key, 0.0) for key, value in counts.items()}
 
 
 def change(before: Snapshot, after: Snapshot, measure: str) -> float | None:

@@ -49,7 +49,7 @@ def join(
     per replica. The log's matches are settled by the metrics, not made again."""
     last, matches = diagnosis.last if diagnosis is not None else (None, [])
     from_log = log_values(report, last) if report is not None else {}
-    readings = [Reading(s, figures(s, from_log if _same_run(s, from_log) else None)) for s in snapshots]
+    readings = [Reading(s, figures(s, from_log if _same_run(s, from_log) else None, s.earlier)) for s in snapshots]
     section = MetricsSection(read=[_read(r) for r in readings], missing=missing)
 
     kept, settled = _settle(matches, readings, from_log)
@@ -120,6 +120,7 @@ def _read(reading: Reading) -> MetricsRead:
         source=reading.snapshot.source,
         read_at=reading.snapshot.read_at.isoformat(timespec="seconds"),
         fetched=reading.snapshot.fetched,
+        window_start=earlier.read_at.isoformat(timespec="seconds") if (earlier := reading.snapshot.earlier) else None,
         releases=span,
         values=values,
     )

@@ -14,6 +14,7 @@ from advisor.scrape.snapshot import Snapshot
 # against names.json by tests/unit/test_scrape_names.py.
 MEASURES: dict[str, tuple[str, ...]] = {
     "preemptions": ("vllm:num_preemptions",),
+    "request_preemptions": ("vllm:request_num_preemptions",),  # per finished request, 0.30 on
     "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),  # 0..1
     "running": ("vllm:num_requests_running",),
     "waiting": ("vllm:num_requests_waiting",),

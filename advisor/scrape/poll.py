@@ -21,12 +21,12 @@ from advisor.scrape.snapshot import Snapshot, parse
 
 # Findings of a state that can end between polls.
 CLEARING = {"M101", "M102", "M103"}
-UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}
+UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "": 1}
 
 
 def interval_seconds(text: str) -> float:
-    """'15s', '500ms', '2m' or a number of seconds; ValueError otherwise (argparse's type)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|)\s*", text)
+    """'15s', '500ms', '2m', '1d' or a number of seconds; ValueError otherwise (argparse's type)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|)\s*", text)
     if not match or float(match[1]) <= 0:
         raise ValueError(text)
     return float(match[1]) * UNITS[match[2]]

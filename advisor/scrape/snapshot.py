@@ -71,6 +71,7 @@ class Snapshot:
     fetched: bool = False
     types: dict[str, str] = field(default_factory=dict)  # family -> counter, gauge, histogram, ...
     samples: dict[str, list[Sample]] = field(default_factory=dict)  # family -> its samples
+    earlier: Snapshot | None = None  # the same server at the start of the window the source covers
 
     def family(self, names: tuple[str, ...]) -> str | None:
         """The first of these family names (a metric's names across releases) that this dump has."""

@@ -27,7 +27,7 @@ def test_preemptions_starting_and_stopping_between_polls():
     assert "M101" not in {i.finding.rule for i in first}  # what the counter held before following is history
     started = [i for i in comparison.take(snapshot_of(DUMP, ago=15), 0) if i.finding.rule == "M101"]
     assert [(i.event, i.finding.evidence) for i in started] == [("finding", "metrics")]
-    assert "vllm:num_preemptions_total is 4" in started[0].finding.message  # 14 - 10 in the interval
+    assert "vllm:num_preemptions_total counts 4 preemptions" in started[0].finding.message  # 14 - 10 in the interval
     stopped = [i for i in comparison.take(snapshot_of(DUMP), 0) if i.finding.rule == "M101"]
     assert [(i.event, i.finding.severity) for i in stopped] == [("recovery", "info")]
     assert "0 preemptions since the last poll" in stopped[0].finding.message

@@ -62,7 +62,10 @@ def test_preemption_inferred_from_the_log_is_confirmed_by_the_counter(tiny_model
     confirmed = [f for f in report["findings"] if f["evidence"] == "metrics" and f["failure"] == "preemption"]
     assert confirmed, [(f["rule"], f["evidence"]) for f in report["findings"]]
     assert report["metrics"]["read"][0]["values"]["preemptions"] == counter
-    assert f"vllm:num_preemptions_total is {counter:g}" in next(f for f in confirmed if f["rule"] == "M101")["message"]
+    assert (
+        f"vllm:num_preemptions_total counts {counter:g} preemptions"
+        in next(f for f in confirmed if f["rule"] == "M101")["message"]
+    )
     # Whatever the stats lines caught of the pressure (R103, R104 or the H103 snapshot) is confirmed, not withdrawn.
     assert all(s["outcome"] == "confirmed" for s in report["metrics"]["log_findings"]), report["metrics"]
 

@@ -34,6 +34,7 @@ FIRST = {
     "prefix_queries": "0.7.3",
     "prefix_hits": "0.7.3",
     "cache_config": "0.3.3",
+    "request_preemptions": "0.30.0",
 }
 
 

@@ -39,8 +39,11 @@ def tail(report: Report) -> list[str]:
         figures = ", ".join(
             f"{label} {read.values[name]:g}{unit}" for name, label, unit in SHOWN if name in read.values
         )
-        how = "scraped" if read.fetched else "dump read"
-        out.append(f"Metrics read: {read.source} ({how} {read.read_at}{releases}): {figures}")
+        if read.window_start:
+            how = f"queried over {read.window_start} .. {read.read_at}"
+        else:
+            how = f"{'scraped' if read.fetched else 'dump read'} {read.read_at}"
+        out.append(f"Metrics read: {read.source} ({how}{releases}): {figures}")
     out += [f"Metrics missing: {m.source}: {m.error}; the log was judged without them" for m in section.missing]
     out += [f"{s.rule} {s.outcome} by /metrics: {s.why}" for s in section.log_findings]
     return out
