@@ -145,6 +145,14 @@ class MemoryFacts(Transformer[Token, Parts]):
     def kv_reserved(self, c: Children) -> Parts:
         return {"values": named(("free_gpu_gib", "kv_reserved_gib"), c)}
 
+    def memory_requested(self, c: Children) -> Parts:
+        middle = "gpu_memory_utilization" if token(c, "UTIL") else "free_after_profiling_gib"
+        return {"values": named(("free_gpu_gib", middle, "requested_gib"), c)}
+
+    def profiling_took(self, c: Children) -> Parts:
+        names = ("profile_seconds", "non_kv_cache_gib", "torch_peak_increase_gib", "non_torch_increase_gib")
+        return {"values": named((*names, "weights_gib"), c)}
+
     def cpu_kv_reserved(self, c: Children) -> Parts:
         return {"values": named(("kv_available_gib", "total_gpu_gib", "numa_node"), c), "text": {"device": "cpu"}}
 

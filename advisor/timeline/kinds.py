@@ -68,6 +68,8 @@ KV_SIZING_KINDS = {
     "memory_profile",
     "weights_take",
     "kv_reserved",
+    "memory_requested",
+    "profiling_took",
     "cpu_kv_reserved",
     "profile_row",
 }

@@ -28,6 +28,7 @@ KNOWN = {
     (120, "10020"): "an anchor's words (the shared-memory broadcast's wait) cut by the wrap",
     (160, "315"): "the exception's class name cut by the wrap",
     (160, "8041"): "an anchor's words cut by the wrap",
+    (120, "39117"): "the wrap cuts 'No platform detected, vLLM is running on UnspecifiedPlatform' in two",
     (120, "19208"): "an anchor's words (the illegal memory access) cut by the wrap",
     (120, "20106"): "an anchor's words (the stage engine's fatal error) cut by the wrap",
     (120, "24101"): "'# CPU blocks' cut by the wrap under DJL's long prefix: the line of no cache blocks is not read",

@@ -18,7 +18,7 @@ PREFIXES = {
 # Logs whose prefixed form reads otherwise: no anchor before which the prefix could be learned
 # (an unleveled exception alone, a terminal-wrapped message, IPython's own traceback format, a rendered
 # quote's bar or a pasted launch command, which are read only at a line's start, uvicorn's access lines
-# before a cut record).
+# before a cut record, a reporter's prose between two code blocks).
 UNLEARNABLE = {
     "025",
     "315",
@@ -61,6 +61,7 @@ UNLEARNABLE = {
     "38107",
     "38108",
     "38109",
+    "39114",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
