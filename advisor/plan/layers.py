@@ -41,7 +41,7 @@ class MambaState:
 
 
 def sliding_window(config: Config, model_type: str) -> int | None:
-    if model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not config.raw.get("usesliding_window"):
+    if model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not config.raw.get("use_sliding_window"):
         return None  # transformers drops the window unless usesliding_window is true
     key, value = config.get("sliding_window")
     if (

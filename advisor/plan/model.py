@@ -40,7 +40,8 @@ MLA_MODEL_TYPES = {
 # the layout below is read from their config. Any other model_type is refused, never guessed.
 ATTENTION_MODEL_TYPES = {
     "llama", "mistral", "ministral", "ministral3", "mistral3", "mixtral", "qwen2", "qwen2_moe", "qwen3",
-    "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "phi", "phi3", "phimoe", "gemma",
+    "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text", "qwen3_vl_moe_text",
+    "phi", "phi3", "phimoe", "gemma",
     "gemma2", "gemma3", "gemma3_text", "cohere", "cohere2", "falcon", "gpt2", "gpt_bigcode", "gptj",
     "gpt_neox", "opt", "bloom", "starcoder2", "stablelm", "internlm2", "internlm3", "olmo", "olmo2", "olmo3",
     "olmoe", "granite", "granitemoe", "granitemoeshared", "exaone", "exaone4", "deepseek", "glm", "glm4",
