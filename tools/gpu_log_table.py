@@ -3,8 +3,8 @@ interval that holds the printed KV cache size (docs/plan.md, "Real GPU logs").
 
     python tools/gpu_log_table.py            # prints the Markdown table from fixtures/plan/gpu-logs.json
 
-Each log's printed figures are read from the log itself; fixtures/plan/gpu-logs.json names only the model's
-config and the flags the log does not print. A test keeps the page's copy equal to this output.
+Each log's printed figures are the advisor's own reading of the log; fixtures/plan/gpu-logs.json names only the
+model's config and the flags the log does not print. A test keeps the page's copy equal to this output.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 import sys
 from dataclasses import dataclass
 from decimal import Decimal
@@ -20,20 +19,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from advisor.plan import model, planner  # noqa: E402  (needs the repo on sys.path first)
+from advisor import pipeline  # noqa: E402  (needs the repo on sys.path first)
+from advisor.plan import model, planner  # noqa: E402
 from advisor.plan.request import Request  # noqa: E402
 
 FIXTURES = ROOT / "fixtures"
 INDEX = FIXTURES / "plan/gpu-logs.json"
 CONFIGS = FIXTURES / "plan/configs"
 GIB = 1024**3
-AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
-TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
-LENGTH = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request")
-TP = re.compile(r"tensor_parallel_size=(\d+)")
-KV_DTYPE = re.compile(r"kv_cache_dtype=(auto|fp8\w*|bfloat16|float16)\b")
-ONE_LINE = re.compile(r"KV cache size: [\d,]+ tokens, Maximum concurrency")
-VERSION = re.compile(r"(?:vLLM API server version|version) (0\.\d+\.\d+[\w.+]*)")
 
 
 @dataclass(frozen=True)
@@ -58,23 +51,23 @@ class Case:
 
 
 def read(entry: dict) -> Case:
-    """One entry of the index with the figures its log printed."""
-    text = (FIXTURES / entry["log"]).read_text(encoding="utf-8", errors="replace")
-    found = {name: pattern.search(text) for name, pattern in (("gib", AVAILABLE), ("tokens", TOKENS))}
-    if not all(found.values()):
+    """One entry of the index with the figures its log printed, as the advisor reads them."""
+    report = pipeline.analysis_of_file(str(FIXTURES / entry["log"]), None).report()
+    facts = report.facts
+    if "kv_available_gib" not in facts or "kv_cache_tokens" not in facts:
         raise ValueError(f"{entry['log']}: no 'Available KV cache memory' or no 'KV cache size' line")
-    length, tp, dtype, version = LENGTH.search(text), TP.search(text), KV_DTYPE.search(text), VERSION.search(text)
+    lines = {kind: {e.line for e in report.events if e.kind == kind} for kind in ("kv_cache_size", "concurrency")}
     return Case(
         entry["log"],
         entry["config"],
         entry["model"],
-        found["gib"][1],  # type: ignore[index]
-        int(found["tokens"][1].replace(",", "")),  # type: ignore[index]
-        int(length[1].replace(",", "")) if length else entry["max_model_len"],
-        int(tp[1]) if tp else entry["tensor_parallel"],
-        dtype[1] if dtype else entry["kv_cache_dtype"],
-        version[1] if version else None,
-        bool(ONE_LINE.search(text)),
+        f"{facts['kv_available_gib']:.2f}",  # V1 prints it with %.2f
+        int(facts["kv_cache_tokens"]),
+        int(facts.get("max_seq_len", entry.get("max_model_len", 0))),
+        int(facts.get("tensor_parallel_size", entry["tensor_parallel"])),
+        entry["kv_cache_dtype"],
+        report.vllm_version,
+        bool(lines["kv_cache_size"] & lines["concurrency"]),
         entry.get("sliding_as_full", ""),
     )
 

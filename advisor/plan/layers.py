@@ -42,7 +42,7 @@ class MambaState:
 
 def sliding_window(config: Config, model_type: str) -> int | None:
     if model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not config.raw.get("use_sliding_window"):
-        return None  # transformers drops the window unless usesliding_window is true
+        return None  # transformers drops the window unless use_sliding_window is true
     key, value = config.get("sliding_window")
     if (
         model_type in ("mistral", "gemma2", "gemma3_text", "gemma3", "cohere2")
