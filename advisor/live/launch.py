@@ -54,6 +54,7 @@ class Round:
     backend: str | None = None
     log: str = ""
     note: str = ""
+    answers: list[list[tuple[str, float]]] = field(default_factory=list)  # greedy (token, logprob) per prompt
 
 
 def default_vllm_python() -> Path:
@@ -115,11 +116,14 @@ def launch(
     port: int | None = None,
     model: str | None = None,
     progress: TextIO | None = None,
+    prompts: tuple[str, ...] = (),
+    answer_tokens: int = 16,
 ) -> Round:
     """Start vLLM, wait for readiness, send requests, stop it cleanly, analyse its log.
 
     `port` is the one the command must serve on (a port fix); else any free one is used. `progress`, a
-    terminal, is shown how long the wait has lasted and the stage the new log has reached."""
+    terminal, is shown how long the wait has lasted and the stage the new log has reached. Each of
+    `prompts` is answered greedily, with log-probabilities, before the load."""
     args, served = server_args(argv, model)
     result = Round(command=shlex.join(argv), outcome="still failing")
     if port is not None and not live_server.port_is_free(port):
@@ -140,6 +144,7 @@ def launch(
         if ready.state == "timeout":
             result.outcome = "timed out"
         if ready.state == "ready":
+            result.answers = [live_server.greedy(server.port, served, p, answer_tokens) for p in prompts]
             probe = live_server.complete(server.port, served, "The quick brown fox", max_tokens)
             result.completion_status = probe.status
             answers = send_load(server.port, served, load, max_tokens) if load else [probe]

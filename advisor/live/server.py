@@ -246,6 +246,22 @@ def complete(
     return Completion(response.status, "".join(text), first, tokens, time.monotonic() - began, prompt_tokens)
 
 
+def greedy(port: int, model: str, prompt: str, max_tokens: int, timeout: float = 300) -> list[tuple[str, float]]:
+    """One greedy /v1/completions answer as (token, its log-probability) pairs; empty when the server refuses."""
+    payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "logprobs": 1}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/completions",
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            logprobs = json.loads(response.read())["choices"][0]["logprobs"]
+    except (urllib.error.URLError, KeyError, IndexError, TypeError, ValueError):
+        return []
+    return list(zip(logprobs["tokens"], logprobs["token_logprobs"], strict=True))
+
+
 def metrics(port: int) -> dict[str, float]:
     """vLLM's Prometheus samples from /metrics, summed per sample name over label sets (histogram
     buckets left out), as advisor.scrape parses them. One engine serves one model here, so the sum

@@ -18,6 +18,7 @@ from advisor import pipeline
 from advisor.command import apply
 from advisor.defaults import block_size
 from advisor.ingest import sources
+from advisor.live.drift import ANSWER_TOKENS, PROMPTS, Drift, compare_output, precision_changed
 from advisor.live.ladder import ladder, ladder_knob, render_ladder
 from advisor.live.launch import (
     CannotRun,
@@ -48,6 +49,8 @@ class Verification:
 
     after: Round
     before: Round | None = None
+    reference: Round | None = None  # the fix with the original's precision, when the fix changes it
+    drift: Drift | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -93,9 +96,10 @@ def verify(
         before_failure = failure_of(check.before)
         argv = advised_sequences(argv, original, report, check)
     port = fix_port(original, argv)
+    prompts = PROMPTS if original and precision_changed(original, argv) else ()
 
     def launch_fix() -> Round:
-        return launch(argv, python, workdir, timeout, load, max_tokens, port=port, model=model, progress=progress)
+        return launch(argv, python, workdir, timeout, load, max_tokens, port, model, progress, prompts, ANSWER_TOKENS)
 
     check.after = launch_fix()
     after_memory = (check.after.free_memory_gib, check.after.total_memory_gib)
@@ -108,6 +112,11 @@ def verify(
         check.after = launch_fix()
     if check.before:
         check.notes += trade_offs(check.before, check.after)
+    if prompts and original and check.after.outcome == "fixed":
+        check.reference, check.drift, note = compare_output(
+            original, argv, check.after, python, workdir, timeout, model
+        )
+        check.notes.append(note)
     return check
 
 
@@ -250,10 +259,11 @@ def exit_code(outcomes: list[str]) -> int:
 
 def render(check: Verification, fmt: str, width: int = 80) -> str:
     if fmt == "json":
-        return json.dumps(
-            {"before": check.before and asdict(check.before), "after": asdict(check.after), "notes": check.notes},
-            indent=2,
-        )
+        launches = {
+            name: run and asdict(run) for name, run in (("before", check.before), ("reference", check.reference))
+        }
+        drift = check.drift and {**asdict(check.drift), "changes_output": check.drift.changes_output}
+        return json.dumps({**launches, "after": asdict(check.after), "drift": drift, "notes": check.notes}, indent=2)
     r = check.after
     outcome = f"{r.outcome} ({reason(r)})" if reason(r) else r.outcome
     lines = [f"verify: {outcome}", "  command:", *wrapped(r.command, width, "    ")]
@@ -269,7 +279,8 @@ def render(check: Verification, fmt: str, width: int = 80) -> str:
         ("free memory GiB", "free_memory_gib"),
         ("total memory GiB", "total_memory_gib"),
     ]
-    runs = [("before", check.before), ("after", r)] if check.before else [("this launch", r)]
+    others = [(name, run) for name, run in (("before", check.before), ("reference", check.reference)) if run]
+    runs = [*others, ("after", r)] if others else [("this launch", r)]
     lines.append(("  " + f"{'':<18}" + "".join(f"{name:<16}" for name, _ in runs)).rstrip())
     for label, name in rows:
         lines.append(f"  {label:<18}" + "".join(f"{shown(getattr(run, name)):<16}" for _, run in runs).rstrip())
