@@ -36,24 +36,26 @@ FAILURES = {
     "Sequence group ": ("runtime", "preemption"),
     "[shutdown] MPClient: engine core exited unexpectedly": ("runtime", "engine_dead"),
 }
-CHUNK = 250
-CHUNKS = [CALLS[start : start + CHUNK] for start in range(0, len(CALLS), CHUNK)]
+
+
+def chunks(items: list[dict], size: int, name: str) -> list:
+    """The items in parameters of `size`: the first in every run, the others under -m exhaustive."""
+    return [
+        pytest.param(
+            items[start : start + size], id=f"{name}-{start}", marks=[] if start == 0 else [pytest.mark.exhaustive]
+        )
+        for start in range(0, len(items), size)
+    ]
 
 
 def injected(entry: dict) -> list[str]:
     """The healthy log with the logger call printed by its engine process, as its era's last envelope prints it."""
     call = {**entry, "call": "logger." + entry["level"].lower()}
-    line = "(EngineCore pid=27271) " + samples.lines(call)[-1]
+    line = "(EngineCore pid=6866) " + samples.lines(call)[-1]
     return [*HEALTHY[:READY], line, *HEALTHY[READY:]]
 
 
-@pytest.mark.parametrize(
-    "chunk",
-    [
-        pytest.param(c, id=f"calls-{i * CHUNK}", marks=[] if i == 0 else [pytest.mark.exhaustive])
-        for i, c in enumerate(CHUNKS)
-    ],
-)
+@pytest.mark.parametrize("chunk", chunks(CALLS, 250, "calls"))
 def test_a_notice_leaves_a_healthy_run_healthy(chunk):
     wrong = []
     for entry in chunk:
@@ -67,8 +69,6 @@ def test_a_notice_leaves_a_healthy_run_healthy(chunk):
 
 
 RAISES = json.loads((FIXTURES / "wordings/raises.json").read_text())
-RAISE_CHUNK = 500
-RAISE_CHUNKS = [RAISES[start : start + RAISE_CHUNK] for start in range(0, len(RAISES), RAISE_CHUNK)]
 # The last stats line while serving: the operator's SIGTERM follows it.
 SERVING = max(i for i, line in enumerate(HEALTHY) if "Avg prompt throughput" in line) + 1
 ENGINE_ERROR = "(APIServer pid=6836) ERROR 11-29 10:35:09 [core_client.py:1] "
@@ -85,13 +85,7 @@ def raised(entry: dict) -> list[str]:
     return [*HEALTHY[:SERVING], *(ENGINE_ERROR + line for line in traceback), *HEALTHY[SERVING:]]
 
 
-@pytest.mark.parametrize(
-    "chunk",
-    [
-        pytest.param(c, id=f"raises-{i * RAISE_CHUNK}", marks=[] if i == 0 else [pytest.mark.exhaustive])
-        for i, c in enumerate(RAISE_CHUNKS)
-    ],
-)
+@pytest.mark.parametrize("chunk", chunks(RAISES, 500, "raises"))
 def test_a_raise_while_serving_is_a_failure(chunk):
     healthy = []
     for entry in chunk:
