@@ -9,6 +9,7 @@ are bracketed: at least the prompt, at most the prompt and the whole output, per
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from advisor.scrape.snapshot import Histogram
@@ -40,25 +41,23 @@ def spread(histogram: Histogram | None) -> dict[str, Any]:
     return {"repeatedly_preempted": repeated, "preemption_spread": said}
 
 
+def _buckets(histogram: Histogram) -> Iterator[tuple[float, float, float]]:
+    """Each bucket as (lower bound, upper bound, requests in it), from vLLM's cumulative counts."""
+    lower, below = 0.0, 0.0
+    for bound, cumulative in histogram.buckets:
+        yield lower, bound, cumulative - below
+        lower, below = bound, cumulative
+
+
 def _taken_at_least(histogram: Histogram) -> float:
     """The preemptions of the requests preempted twice or more, at least: each bucket's requests took one more
     than the bucket below's bound (exact for 2 to 5)."""
-    taken, lower, below = 0.0, 0.0, 0.0
-    for bound, cumulative in histogram.buckets:
-        if lower >= 1:
-            taken += (lower + 1) * (cumulative - below)
-        lower, below = bound, cumulative
-    return taken
+    return sum((lower + 1) * count for lower, _, count in _buckets(histogram) if lower >= 1)
 
 
 def _most(histogram: Histogram) -> str:
     """How often the most preempted request was: exact up to 5, a range above (integers in vLLM's buckets)."""
-    lower, highest, below = 0.0, (0.0, 1.0), 0.0
-    for bound, cumulative in histogram.buckets:
-        if cumulative > below:
-            highest = (lower, bound)
-        lower, below = bound, cumulative
-    low, high = highest
+    low, high = max(((lower, upper) for lower, upper, count in _buckets(histogram) if count > 0), default=(0.0, 1.0))
     if math.isinf(high):
         return f"more than {low:g} times"
     if high - low > 1:
