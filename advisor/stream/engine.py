@@ -13,8 +13,9 @@ from advisor.report.build import finding, verdict
 from advisor.report.contract import StreamFinding, Verdict
 from advisor.rules.match import Match, match_run, without_superseded
 from advisor.rules.schema import CLEARING_FAILURES, load_rules
-from advisor.timeline.events import Run
-from advisor.timeline.runs import place, starts_new_run
+from advisor.timeline.events import Event, Run
+from advisor.timeline.placement import Context, Placer, place
+from advisor.timeline.runs import starts_new_run
 
 # Memory stays bounded on a server that runs for months: of each kind of fact the current run keeps
 # the first ones (where startup facts, the first exception and the first stats live, as batch reads them)
@@ -47,6 +48,11 @@ class StreamEngine:
         self.verdicts: dict[int, Verdict] = {}
         self._rules = load_rules()
         self._run = Run(0)
+        # The current run's placement, kept while its context holds: the facts kept since it was made
+        # are placed alone (by id: a fact dropped from the window leaves with its event).
+        self._placer: tuple[Run, Placer] | None = None
+        self._placed: dict[int, Event] = {}
+        self._unplaced: dict[int, Fact] = {}
         self._active: dict[str, Match] = {}  # rule code -> the match reported and not retracted
         self._seen: set[str] = set()  # rule codes reported in the current run, retracted or not
         self._recovered: set[str] = set()  # reported codes whose state has cleared since; they may come back
@@ -150,9 +156,34 @@ class StreamEngine:
     def _keep(self, fact: Fact) -> None:
         facts = self._run.facts
         facts.append(fact)
+        self._unplaced[id(fact)] = fact
         same_kind = [i for i, f in enumerate(facts) if f.kind == fact.kind]
         if len(same_kind) > KEEP_FIRST + KEEP_LAST:
-            del facts[same_kind[KEEP_FIRST]]
+            dropped = facts.pop(same_kind[KEEP_FIRST])
+            self._unplaced.pop(id(dropped), None)
+            self._placed.pop(id(dropped), None)
+
+    def _place(self) -> None:
+        """Place the current run's facts: only those kept since the last time, while the run's context
+        (what placing a fact reads of the whole run) is what it was; else all of them again.
+
+        A stats line's judgement so costs one fact's placing, not the whole window's. Where the window
+        dropped a fact, the events after it keep the place they had with it: as batch mode, which
+        keeps every fact, places them.
+        """
+        run = self._run
+        context = Context.of(run)
+        if self._placer is None or self._placer[0] is not run or self._placer[1].context != context:
+            self._placer, self._placed, fresh = (run, Placer(context)), {}, run.facts
+        else:
+            fresh = list(self._unplaced.values())
+        self._unplaced = {}
+        placer = self._placer[1]
+        self._placed.update((id(event.fact), event) for event in placer.place(fresh))
+        placer.describe(run)
+        stubs = placer.stubs(run.facts)  # a run cut inside a traceback: their place moves with each fact
+        events = list(self._placed.values())
+        run.events = sorted(events + stubs, key=lambda event: event.line) if stubs else events
 
     def _judge_line(self, number: int) -> list[StreamFinding]:
         run = self._run
@@ -171,7 +202,7 @@ class StreamEngine:
         )
         if not rules:
             return []
-        run.events = place(run)
+        self._place()
         fresh = [e for e in run.events if e.line == number and e.kind not in END_OF_RUN_KINDS]
         return self._settle(match_run(run, rules, fresh), final=False) if fresh else []
 
