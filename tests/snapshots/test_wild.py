@@ -152,6 +152,7 @@ KNOWN_WRONG: dict[str, str] = {
     "39114": "olmocr's readiness probe gives up after vLLM's API server started, its traceback cut at the header",
     "39116": "Tenstorrent's KV cache allocation progress cut at 9 of 32 layers: the DRAM OOM is in the thread",
     "39119": "a Ray Serve replica's start cut after its engine arguments: the failure is in the thread",
+    "40006": "a 0.22 start cut at 'Using max mod': the pipeline-parallel refusal is in the thread",
 }
 # Cases whose labelled numbers are not all found yet.
 KNOWN_MISSING_FACTS: dict[str, str] = {

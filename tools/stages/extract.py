@@ -34,8 +34,10 @@ MAX_CALLERS = 20
 # How many calls deep from an entry point a function still counts as the stage's: further down,
 # the merged names lead everywhere.
 MAX_DEPTH = 3
-# Names a frame shows that place nothing: a decorator's inner function, defined in many files at once.
-GENERIC_NAMES = {"wrapper", "inner", "wrapped", "_wrapper", "decorator", "func", "fn"}
+# Names a frame shows that place nothing: a decorator's inner function, defined in many files at once;
+# "_", the throwaway name of the functions a decorator registers (torch's fake kernels, overloads), which
+# a hard-wrapped frame line also shows when it is cut right after it.
+GENERIC_NAMES = {"wrapper", "inner", "wrapped", "_wrapper", "decorator", "func", "fn", "_"}
 # Entry points that launch a Triton kernel: placed, not gone through (what they "call" are mostly their
 # arguments' names, `sinks`, which name functions elsewhere).
 KERNEL_LAUNCHERS = {"context_attention_fwd"}
