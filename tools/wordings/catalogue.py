@@ -1,11 +1,10 @@
-"""The catalogue: the topical templates of all releases, their release range, family and curated verdict;
+"""The catalogue: the topical templates of all releases, their release range, family and verdict (curation.py);
 and the coverage page's table (docs/coverage.md) made from it."""
 
 from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from sources import version_key
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CATALOGUE = ROOT / "fixtures" / "wordings" / "catalogue.json"
-CURATION = HERE / "curation.toml"
 
 # The advisor's subjects: memory, the KV cache, lengths, parallelism, quantization, the engine's life.
 TOPICS = re.compile(
@@ -91,45 +89,6 @@ def merge(per_release: dict[str, list[dict]]) -> list[dict]:
     return sorted(entries.values(), key=lambda e: (e["file"], e["template"], e["call"]))
 
 
-def load_rules(path: Path = CURATION) -> list[dict]:
-    """The curation rules, in order: the first whose `match` (and `call` and `file`, if given) fits decides."""
-    rules = tomllib.loads(path.read_text(encoding="utf-8"))["rule"]
-    for rule in rules:
-        rule["pattern"] = re.compile(rule["match"])
-    return rules
-
-
-def curate(entry: dict, rules: list[dict]) -> dict:
-    """The entry with the family and verdict of the first rule that fits it, or unchanged.
-
-    A rule with `guard` and no verdict stops the search: the wordings it fits must be curated
-    one by one by the rules above it, never by the broad ones below.
-    """
-    for rule in rules:
-        if (
-            rule["pattern"].search(entry["template"])
-            and re.fullmatch(rule.get("call", ".*"), entry["call"])
-            and re.search(rule.get("file", ""), entry["file"])
-        ):
-            if "guard" in rule:
-                return entry
-            verdict = (
-                {"ignored": rule["ignored"]}
-                if "ignored" in rule
-                else {key: rule[key] for key in ("kind", "values", "samples") if key in rule}
-            )
-            return {**entry, "family": rule["family"], **verdict}
-    return entry
-
-
-def curated(entry: dict) -> bool:
-    return "family" in entry and ("kind" in entry or "ignored" in entry)
-
-
-def build(per_release: dict[str, list[dict]], rules: list[dict]) -> list[dict]:
-    return [curate(entry, rules) for entry in merge(per_release)]
-
-
 def read(path: Path = CATALOGUE) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
 
@@ -150,7 +109,10 @@ def _verdicts(entries: list[dict]) -> str:
     """'kind: N wordings (releases)' for each fact kind, and the ignored ones, in that order."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for entry in entries:
-        groups[f"`{entry['kind']}`" if "kind" in entry else "ignored"].append(entry)
+        # A wording read as several facts counts under each of their kinds.
+        kinds = [entry["kind"], *(fact["kind"] for fact in entry.get("also", []))] if "kind" in entry else []
+        for name in dict.fromkeys(f"`{kind}`" for kind in kinds) or ["ignored"]:
+            groups[name].append(entry)
     order = sorted(groups, key=lambda name: (name == "ignored", name))
     return "; ".join(f"{name}: {len(groups[name])} ({span(groups[name])})" for name in order)
 

@@ -113,15 +113,7 @@ def lines(entry: dict) -> list[str]:
     ]
 
 
-def expected(entry: dict) -> dict[str, str]:
-    """Fact name -> the sample text that the curated placeholder was filled with.
-
-    A curated value names its placeholder by position (0 = the first) or by its expression.
-    """
-    holders = placeholders(entry["template"], entry["style"])
+def expected(entry: dict, values: dict[str, int]) -> dict[str, str]:
+    """Fact name -> the sample text of the placeholder that `values` names by position (0 = the first)."""
     _, texts = fill(entry["template"], entry["style"], entry.get("samples"))
-    exprs = [holder.expr for holder in holders]
-    return {
-        name: texts[where if isinstance(where, int) else exprs.index(where)]
-        for name, where in entry.get("values", {}).items()
-    }
+    return {name: texts[where] for name, where in values.items()}
