@@ -10,9 +10,27 @@ The library API (everything else in the package is internal and may change):
         print(item.summary())
 """
 
-from advisor.pipeline import Log, analyze
-from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, StreamFinding, Verdict
-from advisor.stream.engine import StreamEngine, follow_lines
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.pipeline import Log, analyze
+    from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, StreamFinding, Verdict
+    from advisor.stream.engine import StreamEngine, follow_lines
+
+# Imported when first asked for: the command line imports only the stages a run uses.
+_HOMES = {
+    "Log": "advisor.pipeline",
+    "analyze": "advisor.pipeline",
+    "StreamEngine": "advisor.stream.engine",
+    "follow_lines": "advisor.stream.engine",
+    **dict.fromkeys(
+        ("Command", "EventOut", "Finding", "RemediationOut", "Report", "StreamFinding", "Verdict"),
+        "advisor.report.contract",
+    ),
+}
 
 __all__ = [
     "Command",
@@ -27,3 +45,13 @@ __all__ = [
     "analyze",
     "follow_lines",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'advisor' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

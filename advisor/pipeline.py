@@ -7,22 +7,21 @@ line with the grammar; the fast one (advisor.fast) parses only the lines a liter
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from advisor.fast import background, scan
 from advisor.fast.background import ProcessDied
 from advisor.ingest import sources
 from advisor.parse.facts import Fact
-from advisor.plan import model as model_shape
-from advisor.plan.model import ModelShape
 from advisor.report import writer
 from advisor.report.build import Diagnosis, build_report, diagnose, event_facts, parse, with_events
 from advisor.report.contract import Report, Verdict
 from advisor.usage import InputError
+
+if TYPE_CHECKING:
+    from advisor.plan.model import ModelShape
 
 # A log is a path (str or os.PathLike; '-' is stdin), its bytes, or an iterable of its lines.
 Log = str | os.PathLike[str] | bytes | Iterable[str]
@@ -60,9 +59,13 @@ def analysis(
     return Analysis(facts(log), name or display_name(log), command, served_model(model_dir))
 
 
-def served_model(model_dir: str | None) -> model_shape.ModelShape | None:
+def served_model(model_dir: str | None) -> ModelShape | None:
     """The shape of the model in this folder (config.json, safetensors headers); PlanError if unreadable."""
-    return model_shape.load(model_dir) if model_dir else None
+    if not model_dir:
+        return None
+    from advisor.plan import model  # here: only a run given a model folder reads one
+
+    return model.load(model_dir)
 
 
 def analysis_of_file(path: str, command: str | None = None, model_dir: str | None = None) -> Analysis:
@@ -96,6 +99,9 @@ def analyses(paths: list[str], command: str | None = None, model_dir: str | None
         results = map(_facts_or_error, paths)
     else:
         # Forked workers, one log each at a time; a big log is then read by one process, not in parts.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         with pool:
             results = list(pool.map(_facts_or_error, paths, itertools.repeat(1)))

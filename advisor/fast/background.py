@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
 from collections.abc import Callable
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 
 class ProcessDied(RuntimeError):
@@ -14,6 +15,8 @@ class ProcessDied(RuntimeError):
 
 
 def can_fork() -> bool:
+    import multiprocessing  # here: a small log never forks, and need not pay for importing it
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -32,6 +35,8 @@ class Pending:
     def __init__(self, work: Callable[..., Any], args: tuple[Any, ...]):
         self.work, self.args, self.child = work, args, None
         if can_fork():
+            import multiprocessing
+
             context = multiprocessing.get_context("fork")
             self.receiver, sender = context.Pipe(duplex=False)
             self.child = context.Process(target=_run, args=(work, args, sender), daemon=True)

@@ -7,7 +7,7 @@ import os
 import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -156,7 +156,7 @@ def launch(
         live_server.stop(server)
     result.peak_rss_mb = server.peak_rss_bytes // 2**20
     report = pipeline.analyze(log_path, name=log_path.name)
-    result.verdict = report.verdict.model_dump()
+    result.verdict = asdict(report.verdict)
     result.kv_cache_tokens = report.facts.get("kv_cache_tokens")
     result.backend = report.backend
     record_memory(result, report, measured)

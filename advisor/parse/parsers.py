@@ -3,10 +3,7 @@ the notes the grammar files write above their terminals."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
 import re
 from functools import cache
 from importlib import resources
@@ -15,6 +12,8 @@ from typing import Any
 
 import lark
 from lark import Lark
+
+from advisor import caching
 
 
 def data_dir(name: str) -> Path:
@@ -63,7 +62,8 @@ def _lalr_parser(file_name: str) -> Lark:
     """The LALR parser of a grammar file, its tables loaded from the user's cache when built before:
     building them takes longer than analysing a small log (lark checks the grammar's hash on load)."""
     grammar = (data_dir("grammars") / file_name).read_text(encoding="utf-8")
-    cache_file = _cache_file(grammar)
+    # Named by the grammar's and lark's versions, so installed versions of the advisor never share one.
+    cache_file = caching.cache_file("grammar", (lark.__version__.encode(), grammar.encode()), "lark-tables")
     if cache_file is not None:
         try:
             with open(cache_file, "rb") as saved:
@@ -72,36 +72,8 @@ def _lalr_parser(file_name: str) -> Lark:
             pass
     parser = Lark(grammar, parser="lalr", lexer="contextual")
     if cache_file is not None:
-        _save(parser, cache_file)
+        caching.save(cache_file, parser.save)
     return parser
-
-
-def _save(parser: Lark, cache_file: str) -> None:
-    # Written aside and renamed into place: advisors started together (pre-commit runs several)
-    # never read tables another is still writing.
-    part = f"{cache_file}.{os.getpid()}.part"
-    try:
-        with open(part, "wb") as out:
-            parser.save(out)
-        os.replace(part, cache_file)
-    except OSError:  # a full or read-only cache: the tables are built again next time
-        with contextlib.suppress(OSError):
-            os.unlink(part)
-
-
-def _cache_file(grammar: str) -> str | None:
-    """A file for the parser tables in $XDG_CACHE_HOME/vllm-advisor, or None where none can be made.
-
-    Named by the grammar's and lark's versions, so installed versions of the advisor never share one.
-    """
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(home) / "vllm-advisor"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a read-only home, a sandbox: build the tables every time
-        return None
-    digest = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:16]
-    return str(folder / f"grammar-{digest}.lark-tables")
 
 
 @cache

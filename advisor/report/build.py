@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from advisor import command
 from advisor.ingest.sources import Line
@@ -13,14 +13,16 @@ from advisor.parse.continuation import continued_facts
 from advisor.parse.facts import Fact, Number
 from advisor.parse.grammar import parse_line
 from advisor.parse.limits import bounded_tracebacks
-from advisor.plan.model import ModelShape
-from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, Verdict
+from advisor.report.contract import Command, EventOut, Evidence, Finding, RemediationOut, Report, Verdict
 from advisor.rules.match import Match, match_run
 from advisor.rules.render import flag_values, render
 from advisor.rules.schema import Judged, Remediation, load_rules
 from advisor.timeline.events import Run
 from advisor.timeline.kinds import TRACEBACK_KINDS
 from advisor.timeline.runs import split_runs
+
+if TYPE_CHECKING:
+    from advisor.plan.model import ModelShape
 
 
 def parse(lines: Iterable[Line]) -> list[Fact]:
@@ -59,7 +61,7 @@ def event_facts(facts: list[Fact]) -> list[Fact]:
 def with_events(report: Report, facts: list[Fact]) -> Report:
     """The report with its events, one per event fact."""
     events = [EventOut(line=f.line, kind=f.kind, values=f.values) for f in event_facts(facts)]
-    return report.model_copy(update={"events": events})
+    return replace(report, events=events)
 
 
 @dataclass
@@ -147,7 +149,9 @@ def finding(match: Match) -> Finding:
     return rule_finding(match.rule, match.context, match.event.line, match.rule.evidence)
 
 
-def rule_finding(rule: Judged, context: dict[str, Any], line: int | None, evidence: str, source: str = "") -> Finding:
+def rule_finding(
+    rule: Judged, context: dict[str, Any], line: int | None, evidence: Evidence, source: str = ""
+) -> Finding:
     """Any rule's finding: its sentences and remediations filled from the context (`source` names the
     replica a metric rule judged)."""
     message = render(rule.message, context)

@@ -1,35 +1,45 @@
-"""The report contract (vllm-advisor.report/2): what every format is written from."""
+"""The report contract (vllm-advisor.report/2): what every format is written from.
+
+Plain dataclasses, so that a run builds no validating model; pydantic, imported only when asked, gives
+their JSON Schema and reads a report's JSON back, validated (`read_report`).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal, TextIO
-
-from pydantic import BaseModel, Field
 
 from advisor.parse.facts import Number
 from advisor.report import writer
 
+# A rule's phase; a verdict's is "unknown" too, where no log line and no metric decides it.
+Phase = Literal["startup", "runtime", "healthy"]
+# logged: a line says it; inferred: worked out from the lines; confirmed: inferred, then confirmed by
+# /metrics; metrics: from /metrics alone.
+Evidence = Literal["logged", "inferred", "confirmed", "metrics"]
 SCHEMA: Final = "vllm-advisor.report/2"
 FINDING_SCHEMA: Final = "vllm-advisor.finding/1"
 
 
-class Verdict(BaseModel):
+@dataclass(kw_only=True)
+class Verdict:
     phase: Literal["startup", "runtime", "healthy", "unknown"]
     failure: str
     rule: str | None = None
     line: int | None = None
 
 
-class EventOut(BaseModel):
+@dataclass(kw_only=True)
+class EventOut:
     line: int
     kind: str
     values: dict[str, Number]
 
 
-class RemediationOut(BaseModel):
+@dataclass(kw_only=True)
+class RemediationOut:
     rank: int
     title: str
     flags: dict[str, str | None]
@@ -37,21 +47,21 @@ class RemediationOut(BaseModel):
     tradeoff: str
 
 
-class Finding(BaseModel):
+@dataclass(kw_only=True)
+class Finding:
     rule: str
     name: str
-    phase: str
+    phase: Phase
     severity: Literal["error", "warning", "info"]
     failure: str
-    # logged: a line says it; inferred: worked out from the lines; confirmed: inferred, then confirmed by
-    # /metrics; metrics: from /metrics alone.
-    evidence: Literal["logged", "inferred", "confirmed", "metrics"]
+    evidence: Evidence
     line: int | None  # None for a finding of the metrics alone
     message: str
-    remediations: list[RemediationOut] = Field(default_factory=list)
+    remediations: list[RemediationOut] = field(default_factory=list)
 
 
-class Command(BaseModel):
+@dataclass(kw_only=True)
+class Command:
     """The launch command, and the one change the top remediation makes to it."""
 
     # As the log (or --cmd) gives it, shell-quoted; null when neither gives it.
@@ -59,25 +69,29 @@ class Command(BaseModel):
     # The original with the change applied: always a whole command, or null.
     corrected: str | None = None
     # The change, flag to value (null: remove the flag; "": a switch); {} when there is none.
-    change: dict[str, str | None] = Field(default_factory=dict)
+    change: dict[str, str | None] = field(default_factory=dict)
     # The change as shell arguments, when there is no original to apply it to; null otherwise.
     change_args: str | None = None
 
 
-class Report(BaseModel):
-    schema_: Literal["vllm-advisor.report/2"] = Field(SCHEMA, alias="schema")
+@dataclass(kw_only=True)
+class Report:
+    schema: Literal["vllm-advisor.report/2"] = SCHEMA
     source: str
     # The events come first: they are known as soon as the log is read, so a big log's report is
     # written while its runs, rules and findings, which come after them, are being worked out.
-    events: list[EventOut] = Field(default_factory=list)
+    events: list[EventOut] = field(default_factory=list)
     vllm_version: str | None = None
     backend: str | None = None  # the device the log names (cpu, cuda, xpu, ...); none when it names none
     verdict: Verdict
-    facts: dict[str, Number] = Field(default_factory=dict)
-    findings: list[Finding] = Field(default_factory=list)
-    command: Command = Field(default_factory=Command)
+    facts: dict[str, Number] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    command: Command = field(default_factory=Command)
 
-    model_config = {"populate_by_name": True}
+    def to_dict(self) -> dict[str, Any]:
+        """The report as the JSON document holds it (dicts, lists and values)."""
+        written: dict[str, Any] = writer.plain(self)
+        return written
 
     def to_json(self) -> str:
         return writer.to_json(self)
@@ -95,10 +109,11 @@ class Report(BaseModel):
         return self.verdict.failure != "none"
 
 
+@dataclass(kw_only=True)
 class FindingRecord(Finding):
     """A finding as `follow --format ndjson` and the shipper destinations write it, one a line."""
 
-    schema_: Literal["vllm-advisor.finding/1"] = Field(FINDING_SCHEMA, alias="schema")
+    schema: Literal["vllm-advisor.finding/1"] = FINDING_SCHEMA
     event: Literal["finding", "retraction", "recovery"]
     source: str
     run: int
@@ -106,28 +121,40 @@ class FindingRecord(Finding):
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each document the advisor writes, by name (shipped in advisor/report/schemas)."""
+    from pydantic import TypeAdapter  # here: a run never needs it
+
     return {
-        "report": Report.model_json_schema(by_alias=True, mode="serialization"),
-        "finding": FindingRecord.model_json_schema(by_alias=True, mode="serialization"),
+        "report": TypeAdapter(Report).json_schema(mode="serialization"),
+        "finding": TypeAdapter(FindingRecord).json_schema(mode="serialization"),
     }
 
 
+def read_report(text: str | bytes) -> Report:
+    """A report's JSON read back, validated against the contract (ValueError when it does not hold)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Report).validate_json(text)
+
+
 # What `--metrics` adds: the replicas' /metrics read, and what they made of the log's inferences.
-class MetricsRead(BaseModel):
+@dataclass(kw_only=True)
+class MetricsRead:
     source: str  # a path, or the URL without credentials
     read_at: str  # ISO 8601, UTC
     fetched: bool  # scraped from a live server now, or read from a saved dump
     window_start: str | None = None  # ISO 8601: counts, rates and quantiles cover window_start .. read_at
     releases: str | None = None  # the vLLM releases whose metric names the dump matches
-    values: dict[str, float | str | bool] = Field(default_factory=dict)
+    values: dict[str, int | float | str | bool] = field(default_factory=dict)
 
 
-class MetricsMissing(BaseModel):
+@dataclass(kw_only=True)
+class MetricsMissing:
     source: str
     error: str
 
 
-class Settled(BaseModel):
+@dataclass(kw_only=True)
+class Settled:
     """What the metrics made of one of the log's inferred findings."""
 
     rule: str
@@ -135,13 +162,15 @@ class Settled(BaseModel):
     why: str
 
 
-class MetricsSection(BaseModel):
-    read: list[MetricsRead] = Field(default_factory=list)
-    missing: list[MetricsMissing] = Field(default_factory=list)
-    log_findings: list[Settled] = Field(default_factory=list)
+@dataclass(kw_only=True)
+class MetricsSection:
+    read: list[MetricsRead] = field(default_factory=list)
+    missing: list[MetricsMissing] = field(default_factory=list)
+    log_findings: list[Settled] = field(default_factory=list)
     bottleneck: str | None = None
 
 
+@dataclass(kw_only=True)
 class JoinedReport(Report):
     """A report with the metrics it read: the log-only contract plus a `metrics` section."""
 
@@ -167,7 +196,7 @@ class StreamFinding:
             "event": self.event,
             "source": self.source,
             "run": self.run,
-            **self.finding.model_dump(),
+            **asdict(self.finding),
         }
 
     def to_json(self) -> str:

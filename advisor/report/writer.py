@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import fields, is_dataclass
 from functools import cache
 from typing import Any
 
@@ -92,10 +93,23 @@ def _plain_numbers(numbers: tuple[Number, ...]) -> bool:
     return True
 
 
+def plain(value: Any, leave_out: tuple[str, ...] = ()) -> Any:
+    """A dataclass of the contract as its JSON holds it: dicts, lists and values, in field order
+    (dataclasses.asdict, without copying each value)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value) if f.name not in leave_out}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
 def _fields(report: Any) -> dict[str, Any]:
-    fields: dict[str, Any] = report.model_dump(by_alias=True, exclude={"events"})
-    fields["facts"] = {name: _finite(value) for name, value in fields.get("facts", {}).items()}
-    return fields
+    # The events are written apart, a batch at a time.
+    written: dict[str, Any] = plain(report, leave_out=("events",))
+    written["facts"] = {name: _finite(value) for name, value in written.get("facts", {}).items()}
+    return written
 
 
 def _finite(value: Any) -> Any:

@@ -5,27 +5,27 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from advisor.parse.facts import Fact
 from advisor.parse.messages import STATE_NAMES
-from advisor.plan.for_log import kv_figures
-from advisor.plan.model import ModelShape
 from advisor.rules.remedies import arithmetic
 from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
 from advisor.timeline.events import Event, Run
 from advisor.timeline.frames import ANSWERED, ONE_REQUEST, SERVING_LOOPS
 
+if TYPE_CHECKING:
+    from advisor.plan.model import ModelShape
+
 log = logging.getLogger(__name__)
 
 
-class Match(BaseModel):
+@dataclass
+class Match:
     """A rule that fired on an event, with the context its texts and flags are filled from."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
     rule: Rule
     event: Event
     context: dict[str, Any]
@@ -133,6 +133,8 @@ def model_names(model: ModelShape, names: dict[str, Any], backend: str | None) -
         # Whole numbers in vLLM's range only: a crafted log's 1e15 or 0.5 is not a setting to plan with.
         given = names.get(value) or names.get(arg)
         return given if isinstance(given, int) and 0 < given <= 1 << 16 else default
+
+    from advisor.plan.for_log import kv_figures  # here: only a run given a model folder plans
 
     figures = kv_figures(
         model,

@@ -3,8 +3,8 @@ own findings, the verdict and the likely bottleneck."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from advisor.report.build import Diagnosis, corrected_command, finding, verdict
 from advisor.report.contract import (
@@ -75,7 +75,7 @@ def join(
             source=", ".join(s.source for s in snapshots) or "metrics", verdict=Verdict(phase="unknown", failure="none")
         )
     )
-    joined = JoinedReport(**{**base.model_dump(by_alias=True), "metrics": section})
+    joined = JoinedReport(**{f.name: getattr(base, f.name) for f in fields(base)}, metrics=section)
     joined.events = base.events if report is not None else []
     joined.findings = last_findings + metric_findings + earlier
     joined.verdict, joined.command = _verdict_and_command(
@@ -115,7 +115,9 @@ def _same_run(snapshot: Snapshot, log_values: dict[str, Any]) -> bool:
 def _read(reading: Reading) -> MetricsRead:
     releases = matching_releases(reading.snapshot)
     span = None if not releases else releases[0] if len(releases) == 1 else f"{releases[0]} - {releases[-1]}"
-    values = {k: v for k, v in reading.figures.items() if isinstance(v, (int, float, bool)) and not isinstance(v, str)}
+    values: dict[str, int | float | str | bool] = {
+        k: v for k, v in reading.figures.items() if isinstance(v, (int, float, bool)) and not isinstance(v, str)
+    }
     return MetricsRead(
         source=reading.snapshot.source,
         read_at=reading.snapshot.read_at.isoformat(timespec="seconds"),
@@ -187,7 +189,7 @@ def _verdict_and_command(
         )
     if logged is not None:
         return logged, corrected_command(last, last_findings or metric_findings, user_command)
-    phase = "healthy" if snapshots else "unknown"
+    phase: Literal["healthy", "unknown"] = "healthy" if snapshots else "unknown"
     return Verdict(phase=phase, failure="none"), corrected_command(None, metric_findings[:1], user_command)
 
 

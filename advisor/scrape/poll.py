@@ -12,6 +12,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 from advisor.report.contract import StreamFinding
 from advisor.scrape.fetch import MetricsError, read, shown
@@ -56,19 +57,16 @@ class Comparison:
                 self.reported.add(code)
         for code in [c for c in self.active if c in CLEARING and c not in fired]:
             reported = self.active.pop(code).finding
-            cleared = reported.model_copy(
-                update={
-                    "severity": "info",
-                    "remediations": [],
-                    "message": f"Cleared: the poll at {current.read_at:%H:%M:%S} no longer shows the {reported.name} "
-                    "reported before"
-                    + (
-                        f" ({context['preemptions']:g} preemptions since the last poll)."
-                        if code == "M101" and "preemptions" in context
-                        else "."
-                    ),
-                }
+            since = (
+                f" ({context['preemptions']:g} preemptions since the last poll)"
+                if code == "M101" and "preemptions" in context
+                else ""
             )
+            message = (
+                f"Cleared: the poll at {current.read_at:%H:%M:%S} no longer shows the {reported.name} "
+                f"reported before{since}."
+            )
+            cleared = replace(reported, severity="info", remediations=[], message=message)
             out.append(StreamFinding(self.source, run, cleared, "recovery"))
         return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 from advisor.fast.candidates import CandidateReader, scan_buffer
 from advisor.fast.prefilter import matcher
@@ -258,9 +259,7 @@ class StreamEngine:
                 f"Cleared: KV cache usage {stats.values['kv_cache_usage_pct']:g}% and no request waiting, "
                 f"after the {reported.name} reported at line {reported.line}."
             )
-            cleared = reported.model_copy(
-                update={"line": stats.line, "severity": "info", "message": message, "remediations": []}
-            )
+            cleared = replace(reported, line=stats.line, severity="info", message=message, remediations=[])
             out.append(StreamFinding(self.source, self._run.index, cleared, "recovery"))
             self._recovered.add(code)
         return out

@@ -218,18 +218,20 @@ def test_inputs_are_never_modified(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(c.name for c, _, _ in copies)
 
 
-def cached_tables(cache_home) -> list:
-    return sorted((cache_home / "vllm-advisor").glob("*.lark-tables"))
+def cached_files(cache_home, pattern: str = "*") -> list:
+    return sorted((cache_home / "vllm-advisor").glob(pattern))
 
 
-def test_parser_tables_are_cached_and_reused(tmp_path):
+def test_parser_tables_and_validated_rules_are_cached_and_reused(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     first = run("--format", "json", str(fixture_path("088")), env=env)
-    tables = cached_tables(tmp_path)
-    assert len(tables) == 2  # the envelope and the message grammar
-    written = [t.stat().st_mtime_ns for t in tables]
+    assert len(cached_files(tmp_path, "*.lark-tables")) == 2  # the envelope and the message grammar
+    assert len(cached_files(tmp_path, "rules-*.pickle")) == 2  # the failure vocabulary and the log rules
+    kept = cached_files(tmp_path)
+    written = [t.stat().st_mtime_ns for t in kept]
     second = run("--format", "json", str(fixture_path("088")), env=env)
-    assert [t.stat().st_mtime_ns for t in tables] == written  # loaded, not built again
+    assert cached_files(tmp_path) == kept
+    assert [t.stat().st_mtime_ns for t in kept] == written  # loaded, not made again
     assert second.stdout == first.stdout and second.returncode == first.returncode == EXIT_FAILURE
 
 
@@ -237,8 +239,8 @@ def test_a_broken_or_unwritable_cache_changes_nothing(tmp_path):
     expected = run("--format", "json", str(fixture_path("088")))
     broken = tmp_path / "broken"
     run("--format", "json", str(fixture_path("088")), env={**os.environ, "XDG_CACHE_HOME": str(broken)})
-    for table in cached_tables(broken):
-        table.write_bytes(table.read_bytes()[:200])  # a write cut short by a full disk
+    for kept in cached_files(broken):
+        kept.write_bytes(kept.read_bytes()[:200])  # a write cut short by a full disk
     (tmp_path / "a-file").write_text("")
     for home in (broken, tmp_path / "a-file"):  # a cache folder that cannot be made
         done = run("--format", "json", str(fixture_path("088")), env={**os.environ, "XDG_CACHE_HOME": str(home)})

@@ -22,7 +22,7 @@ path = Path(sys.argv[1])
 engine = StreamEngine("embedded")
 found = [item.to_json() for line in path.read_bytes().splitlines(keepends=True) for item in engine.feed_raw(line)]
 found += [item.to_json() for item in engine.finish()]
-sys.stdout.buffer.write((analyze(path).model_dump_json() + "\\n" + "\\n".join(found)).encode("utf-8"))
+sys.stdout.buffer.write((analyze(path).to_json() + "\\n" + "\\n".join(found)).encode("utf-8"))
 """
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict
 
 import pytest
 from conftest import analyze_fixture
@@ -39,7 +40,7 @@ def test_ndjson_one_finding_a_line_with_source_and_verdict():
     assert all(r["source"] == reports[0].source and r["verdict"]["failure"] == "preemption" for r in findings)
     assert findings[0]["remediations"][0]["flags"] == {"--max-num-seqs": "1"}
     # A healthy log still shows up: one line, its verdict, no finding.
-    assert records[-1] == {"source": reports[1].source, "verdict": reports[1].verdict.model_dump()}
+    assert records[-1] == {"source": reports[1].source, "verdict": asdict(reports[1].verdict)}
 
 
 ESC = "\x1b["

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def test_the_command_to_correct_is_taken_as_the_cli_takes_it(capsys):
     assert main(["--format", "json", "--cmd", command, str(log)]) in (0, 1)
     cli = json.loads(capsys.readouterr().out)["command"]
     report = analyze(Path(log), command)
-    assert report.command.model_dump() == cli and report.command.corrected.startswith("vllm serve my/model")
+    assert asdict(report.command) == cli and report.command.corrected.startswith("vllm serve my/model")
 
 
 def test_follow_lines_gives_what_follow_writes(capsys):

@@ -39,7 +39,7 @@ NAMES = {module_name(path) for path in MODULES}
 # The stages in the order the data flows; a module may import its own stage's and earlier ones, never a
 # later one. plan stands before the log pipeline (rules size with it); the entry points come last.
 STAGES = [
-    ("advisor.defaults", "advisor.usage", "advisor.ingest", "advisor.plan"),
+    ("advisor.defaults", "advisor.usage", "advisor.caching", "advisor.ingest", "advisor.plan"),
     ("advisor.parse",),
     ("advisor.timeline",),
     ("advisor.rules",),

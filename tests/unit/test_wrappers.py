@@ -149,7 +149,7 @@ WHOLE_FILE: dict[str, Callable[[bytes], bytes]] = {
 
 def report_of(data: bytes) -> dict:
     """The report as JSON data, without the source name (the one thing wrapping may change)."""
-    report = analyze(sources.lines(_chunks(data)), "log").model_dump(by_alias=True)
+    report = analyze(sources.lines(_chunks(data)), "log").to_dict()
     report.pop("source")
     return report
 

@@ -7,6 +7,7 @@ is accounted for; a consumer tells the two apart by the presence of "rule".
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 from advisor.report.contract import Report
@@ -17,7 +18,7 @@ def render(reports: list[Report]) -> str:
 
 
 def records(report: Report) -> list[dict[str, Any]]:
-    context = {"source": report.source, "verdict": report.verdict.model_dump()}
+    context = {"source": report.source, "verdict": asdict(report.verdict)}
     if not report.findings:
         return [context]
-    return [{**finding.model_dump(), **context} for finding in report.findings]
+    return [{**asdict(finding), **context} for finding in report.findings]
