@@ -13,7 +13,7 @@ from advisor.fast.prefilter import matcher
 from advisor.ingest import prefixes, sources
 from advisor.ingest.sources import MAX_LINE
 from advisor.parse import records
-from advisor.parse.anchors import anchor_regex
+from advisor.parse.anchors import anchor_of_word, anchor_word_regex
 from advisor.parse.continuation import MAX_FOLLOWING
 from advisor.parse.facts import Fact
 from advisor.parse.limits import TracebackBound
@@ -47,7 +47,7 @@ def scan_file(path: str, engine: str | None = None, parts: int | None = None) ->
         cut = int(size * (index + FIRST_PART_EXTRA) / (parts + FIRST_PART_EXTRA))
         starts.append(max(starts[-1], _next_line_start(path, cut)))
     # Built once here, before the forks, rather than once in every process.
-    matcher(engine), message_parser(), envelope_parser(), anchor_regex()
+    matcher(engine), message_parser(), envelope_parser(), anchor_word_regex(), anchor_of_word()
     later_parts = [
         background.start(_scan_part, path, start, end, engine, prefix)
         for start, end in zip(starts[1:], [*starts[2:], None], strict=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, Literal, overload
 
 from advisor.ingest.sources import Line
-from advisor.parse.anchors import anchor_regex
+from advisor.parse.anchors import find_anchor
 from advisor.parse.envelope import split_envelope
 from advisor.parse.facts import Fact, Number
 from advisor.parse.grammar import CUT, RECORD_KINDS
@@ -85,8 +85,8 @@ def starts_record(text: str) -> bool:
     envelope = split_envelope(text)
     if envelope.level or envelope.process:
         return True
-    found = anchor_regex().match(envelope.body)
-    return found is not None and found.lastgroup == "A_EXCEPTION"
+    found = find_anchor(envelope.body)
+    return found is not None and found.start == 0 and found.name == "A_EXCEPTION"
 
 
 @overload

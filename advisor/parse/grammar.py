@@ -108,8 +108,8 @@ def messages(
     """Yield (kind, values, text, args) for each message found in a line's body."""
     position, attempts, anchors = 0, 0, AnchorSearch(body)
     while (match := anchors.find(position)) is not None and attempts < MAX_ANCHORS_PER_LINE:
-        start, attempts = match.start(), attempts + 1
-        if match.lastgroup in STRUCTURAL_ANCHORS and body[:start].strip():
+        start, attempts = match.start, attempts + 1
+        if match.name in STRUCTURAL_ANCHORS and body[:start].strip():
             position = start + 1
             continue
         try:
