@@ -78,6 +78,17 @@ def run() -> NoReturn:
     os._exit(code)
 
 
+class VersionAction(argparse.Action):
+    """--version, reading the installed version only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **_: object):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        print(f"vllm-advisor {tool_version()}")
+        parser.exit()
+
+
 def analysis_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="vllm-advisor",
@@ -85,7 +96,7 @@ def analysis_parser() -> argparse.ArgumentParser:
         "Subcommands: 'explain CODE', 'rules', 'schema [report|finding]', 'follow', 'verify LOG', "
         "'plan MODEL_DIR' (see their --help).",
     )
-    parser.add_argument("--version", action="version", version=f"vllm-advisor {tool_version()}")
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument(
         "files",
         nargs="*",

@@ -1,11 +1,11 @@
 """What the tool says about itself: its version, and the documentation site (built from docs/) it links to."""
 
-from importlib.metadata import PackageNotFoundError, version
-
 SITE = "https://vllm-advisor.readthedocs.io/en/latest/"
 
 
 def tool_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # here: it takes longer than a small log's run
+
     try:
         return version("vllm-advisor")
     except PackageNotFoundError:  # running from a source tree that was never installed
