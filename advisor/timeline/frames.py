@@ -22,6 +22,10 @@ _STAGES = json.loads(resources.files("advisor").joinpath("stages.json").read_tex
 STAGE_BY_FUNCTION: dict[str, frozenset[str]] = {stage: frozenset(names) for stage, names in _STAGES["stages"].items()}
 # The stages of a start, before the server serves: every stage of the map but serving.
 STARTUP_STAGES = frozenset(STAGE_BY_FUNCTION) - {"serving"}
+# Where each stage begins in vLLM's code (the map's entry points): a function the map places by what
+# reaches it was reached from one stage's entry points only, within a few calls; an entry point places
+# for certain.
+ENTRY_STAGE = {name: stage for stage, names in _STAGES["entry_points"].items() for name in names}
 # vLLM's raise messages by the stage whose functions alone raise them (tools/stages/raised.py): an
 # exception quoting one was raised in that stage, whatever frames the excerpt shows. Looked up by
 # their first RAISED_KEY characters (tools/stages/raised.py keeps none shorter).
@@ -213,7 +217,8 @@ def stage_from_frames(frames: tuple[str, ...]) -> str:
     # framework's worker extension syncing weights) is asked of an engine already built.
     if asked in SERVING_RPCS or (asked or "").startswith(FOREIGN_FRAME):
         return "serving"
-    for function in reversed(frames):  # innermost frame first
+    for index in range(len(frames) - 1, -1, -1):  # innermost frame first
+        function = frames[index]
         if function in REQUEST_VALIDATORS:
             return "serving"
         if function.startswith(LOGGED_IN):
@@ -222,8 +227,22 @@ def stage_from_frames(frames: tuple[str, ...]) -> str:
             return FOREIGN_STAGE_FRAMES[function]
         for stage, names in STAGE_BY_FUNCTION.items():
             if function in names:
-                return stage
+                return stage if ENTRY_STAGE.get(function) == stage else _entered(frames[:index], stage)
     return ""
+
+
+def _entered(outer: tuple[str, ...], reached: str) -> str:
+    """The stage of a function the map places by what reaches it (`reached`), given the frames around
+    it: another start-up stage's entry point among them, with no serving entry point around that,
+    shows the function shared by both stages (a model's forward pass runs in the profiling run and in
+    the serving step alike), and the run inside that entry point's stage."""
+    for index in range(len(outer) - 1, -1, -1):  # innermost first
+        stage = ENTRY_STAGE.get(outer[index], reached)
+        if stage == reached:
+            continue
+        enclosed = any(ENTRY_STAGE.get(function) == "serving" for function in outer[:index])
+        return reached if stage == "serving" or enclosed else stage
+    return reached
 
 
 def raised_stage(text: Mapping[str, str]) -> str:
