@@ -169,6 +169,16 @@ def test_a_worker_s_model_step_serves_and_a_model_runner_s_may_be_profiling():
     assert ("startup", "kv_sizing") in traceback_stages("12008-")
 
 
+def test_an_entry_point_of_a_start_up_stage_outranks_a_helper_placed_by_what_reaches_it():
+    # 40213: the profiling run (profile_run -> embed_multimodal -> ... -> default_unquantized_gemm) runs
+    # out of memory; the map placed the GEMM helper in serving, the only stage it saw reach it.
+    assert STAGES["entry_points"]["kv_sizing"].count("profile_run") == 1
+    assert "default_unquantized_gemm" in STAGE_BY_FUNCTION["serving"]
+    assert set(traceback_stages("40213-")) == {("startup", "kv_sizing")}
+    # A serving loop around the start-up entry point keeps it serving: a weight reload while serving.
+    assert stage_from_frames(("run_busy_loop", "load_weights", "default_unquantized_gemm")) == "serving"
+
+
 def test_a_ray_task_s_error_happened_in_the_method_its_header_names():
     # 14096: "RayTaskError(RuntimeError): ray::WorkerDict.actor_rollout_generate_sequences()", then
     # the task's V0 sampler frames, cut: verl's rollout generates on a built engine.
