@@ -155,7 +155,8 @@ def guide(rules: list[Rule | MetricRule]) -> str:
             finding = [rule for rule in rules if rule.failure == failure]
             if not finding:
                 continue
-            first = finding[0]
+            # A word that a fallback rule concludes when nothing more specific does is described by that rule.
+            first = next((rule for rule in finding if getattr(rule, "fallback", False)), finding[0])
             means = (
                 f"**{VOCABULARY[failure].means[0].upper()}{VOCABULARY[failure].means[1:]}.** "
                 if failure in VOCABULARY
