@@ -83,65 +83,116 @@ def compile_expression(source: str) -> ast.Expression:
 
 def evaluate(source: str, names: Mapping[str, Any]) -> Any:
     """Evaluate over `names`. An unknown name is None; anything computed from None is None or False."""
-    return _eval(compile_expression(source).body, names)
+    return compiled(source)(names)
 
 
-def _eval(node: ast.AST, names: Mapping[str, Any]) -> Any:  # noqa: C901  (one case per node type)
+Evaluator = Callable[[Mapping[str, Any]], Any]
+
+
+@cache
+def compiled(source: str) -> Evaluator:
+    """The expression as nested closures, built once: walking its tree for every event of a long log
+    cost more than the rest of matching."""
+    return _closure(compile_expression(source).body)
+
+
+def _closure(node: ast.AST) -> Evaluator:  # one case per node type
     match node:
         case ast.Constant(value=value):
-            return value
+            return lambda names: value
         case ast.Name(id=name):
-            return names.get(name)
+            return lambda names: names.get(name)
         case ast.BoolOp(op=ast.And(), values=values):
-            result = True
-            for item in values:
-                result = _eval(item, names)
-                if not result:
-                    return result
-            return result
+            return _all(tuple(map(_closure, values)))
         case ast.BoolOp(op=ast.Or(), values=values):
-            result = False
-            for item in values:
-                result = _eval(item, names)
-                if result:
-                    return result
-            return result
+            return _any(tuple(map(_closure, values)))
         case ast.UnaryOp(op=ast.Not(), operand=operand):
-            return not _eval(operand, names)
+            inner = _closure(operand)
+            return lambda names: not inner(names)
         case ast.UnaryOp(op=ast.USub(), operand=operand):
-            value = _eval(operand, names)
-            return None if value is None else -value
+            inner = _closure(operand)
+            return lambda names: None if (value := inner(names)) is None else -value
         case ast.BinOp(left=left, op=op, right=right):
-            a, b = _eval(left, names), _eval(right, names)
-            if a is None or b is None:
-                return None
-            try:
-                return _BINARY[type(op)](a, b)
-            except (ZeroDivisionError, TypeError, OverflowError):
-                return None
+            return _binary(_closure(left), _BINARY[type(op)], _closure(right))
         case ast.Compare(left=left, ops=ops, comparators=comparators):
-            a = _eval(left, names)
-            for comparison, comparator in zip(ops, comparators, strict=True):
-                b = _eval(comparator, names)
-                if a is None or b is None:
-                    return False
-                try:
-                    if not _COMPARE[type(comparison)](a, b):
-                        return False
-                except TypeError:
-                    return False
-                a = b
-            return True
+            tests = tuple(_COMPARE[type(comparison)] for comparison in ops)
+            return _compare(_closure(left), tests, tuple(map(_closure, comparators)))
         case ast.IfExp(test=test, body=body, orelse=orelse):
-            return _eval(body if _eval(test, names) else orelse, names)
+            condition, then, otherwise = _closure(test), _closure(body), _closure(orelse)
+            return lambda names: then(names) if condition(names) else otherwise(names)
         case ast.List(elts=elements) | ast.Tuple(elts=elements):
-            return [_eval(e, names) for e in elements]
+            items = tuple(map(_closure, elements))
+            return lambda names: [item(names) for item in items]
         case ast.Call(func=ast.Name(id=name), args=args):
-            values = [_eval(a, names) for a in args]
-            if any(v is None for v in values):
-                return None
-            try:
-                return FUNCTIONS[name](*values)
-            except (TypeError, ValueError, OverflowError):
-                return None
+            return _call(FUNCTIONS[name], tuple(map(_closure, args)))
     raise ExpressionError(f"unsupported expression node {type(node).__name__}")
+
+
+def _all(items: tuple[Evaluator, ...]) -> Evaluator:
+    def evaluate_all(names: Mapping[str, Any]) -> Any:
+        result: Any = True
+        for item in items:
+            result = item(names)
+            if not result:
+                return result
+        return result
+
+    return evaluate_all
+
+
+def _any(items: tuple[Evaluator, ...]) -> Evaluator:
+    def evaluate_any(names: Mapping[str, Any]) -> Any:
+        result: Any = False
+        for item in items:
+            result = item(names)
+            if result:
+                return result
+        return result
+
+    return evaluate_any
+
+
+def _binary(left: Evaluator, operation: Callable[[Any, Any], Any], right: Evaluator) -> Evaluator:
+    def evaluate_binary(names: Mapping[str, Any]) -> Any:
+        a, b = left(names), right(names)
+        if a is None or b is None:
+            return None
+        try:
+            return operation(a, b)
+        except (ZeroDivisionError, TypeError, OverflowError):
+            return None
+
+    return evaluate_binary
+
+
+def _compare(
+    left: Evaluator, tests: tuple[Callable[[Any, Any], Any], ...], comparators: tuple[Evaluator, ...]
+) -> Evaluator:
+    def evaluate_compare(names: Mapping[str, Any]) -> bool:
+        a = left(names)
+        for test, comparator in zip(tests, comparators, strict=True):
+            b = comparator(names)
+            if a is None or b is None:
+                return False
+            try:
+                if not test(a, b):
+                    return False
+            except TypeError:
+                return False
+            a = b
+        return True
+
+    return evaluate_compare
+
+
+def _call(function: Callable[..., Any], arguments: tuple[Evaluator, ...]) -> Evaluator:
+    def evaluate_call(names: Mapping[str, Any]) -> Any:
+        values = [argument(names) for argument in arguments]
+        if any(value is None for value in values):
+            return None
+        try:
+            return function(*values)
+        except (TypeError, ValueError, OverflowError):
+            return None
+
+    return evaluate_call

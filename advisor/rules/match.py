@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.parse.facts import Fact
 from advisor.parse.messages import STATE_NAMES
+from advisor.rules.condition import Condition
 from advisor.rules.remedies import arithmetic
-from advisor.rules.remembered import RememberedCondition
 from advisor.rules.schema import SEVERITY_ORDER, Rule
 from advisor.timeline.events import Event, Run
 from advisor.timeline.frames import ANSWERED, ONE_REQUEST, SERVING_LOOPS
@@ -163,9 +163,8 @@ def match_run(
     """Each rule fires at most once per run, on the first event (of `events`, default all) that satisfies it.
 
     Events are walked once: an event's own names are gathered only when a rule still waiting for
-    its kind is left, and shared by those rules. The conditions remember their outcomes by the own
-    names they read, and read no arithmetic: that, and the whole context, are made only for the
-    events a rule fires on.
+    its kind is left, and shared by those rules. The conditions read only the names they name, and no
+    arithmetic: that, and the whole context, are made only for the events a rule fires on.
     """
     scope = RunContext(run, model)
     waiting: dict[str, list[int]] = {}  # kind -> indexes of the rules still waiting for it, in rule order
@@ -178,7 +177,7 @@ def match_run(
             waiting[kind] = [other for other in waiting[kind] if other != index]
 
     found: dict[int, Match] = {}
-    conditions = [RememberedCondition(rule.when, scope.names) for rule in rules]
+    conditions = [Condition(rule.when, scope.names) for rule in rules]
 
     def holds(index: int, event: Event) -> Any:
         own = scope.own_names(event)

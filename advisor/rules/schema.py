@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from advisor import caching
 from advisor.parse.parsers import data_dir
+from advisor.rules.condition import names_read
 from advisor.rules.expressions import ExpressionError, compile_expression
 from advisor.rules.remedies import DERIVED_NAMES
-from advisor.rules.remembered import names_read
 
 T = TypeVar("T")
 # What pydantic reads off a dataclass it validates: a key the type does not name is an error.

@@ -30,7 +30,8 @@ from advisor.report.build import analyze, event_facts, parse
 from advisor.report.contract import EventOut
 from advisor.report.formats import FORMATS, json_format, render
 from advisor.report.writer import event_json
-from advisor.rules.remembered import RememberedCondition
+from advisor.rules.condition import Condition
+from advisor.rules.expressions import FUNCTIONS, compile_expression, evaluate
 from advisor.timeline.kinds import TRACEBACK_KINDS
 
 sys.path.insert(0, str(ROOT / "tools/bench"))
@@ -266,23 +267,31 @@ def test_memory_per_stats_line_stays_small(tmp_path):
     assert len(event_facts(facts)) > stats
 
 
-def test_remembered_condition_keys_on_the_own_names_over_the_run():
-    condition = RememberedCondition("running_reqs < max_num_seqs", {"max_num_seqs": 4})
+def test_a_condition_reads_the_own_names_over_the_run_s():
+    condition = Condition("running_reqs < max_num_seqs", {"max_num_seqs": 4, "unread": 1})
     assert condition({"running_reqs": 3}) is True
     assert condition({"running_reqs": 3, "max_num_seqs": 2}) is False  # own over run
-    assert condition({"running_reqs": 3.0}) is True
+    assert condition({"running_reqs": 3, "max_num_seqs": None}) is False  # own over run, even None
     assert condition({"running_reqs": 5}) is False
+    assert condition({}) is False  # an unknown name is None
 
 
-def test_remembered_condition_tells_types_and_lists_apart():
-    condition = RememberedCondition("str(running_reqs) == '1' and 'stats' in kinds")
-    assert condition({"running_reqs": 1, "kinds": ["stats"]}) is True
-    assert condition({"running_reqs": 1.0, "kinds": ["stats"]}) is False  # 1 == 1.0, but prints '1.0'
-    assert condition({"running_reqs": 1, "kinds": []}) is False  # a list is no key: evaluated each time
-    signed = RememberedCondition("str(x) == '-0.0'")
-    assert [signed({"x": 0.0}), signed({"x": -0.0}), signed({"x": 0.0})] == [False, True, False]
-    quick = RememberedCondition("kv_cache_usage_pct >= 95")
-    assert [quick({"kv_cache_usage_pct": v}) for v in (96.0, 90.0, 96.0, None)] == [True, False, True, False]
+@pytest.mark.parametrize(
+    "source",
+    [
+        "str(running_reqs) == '1' and 'stats' in kinds",
+        "x if running_reqs > 1 else -x",
+        "max(running_reqs, 2) * 3 // 2 or not kinds",
+        "running_reqs / x > 0.5 and [1, x] != [1, 2]",
+        "round(abs(-x), 1) in [0.5, 2, -0.0]",
+    ],
+)
+def test_compiled_expressions_evaluate_as_the_tree_reads(source):
+    # The closures equal the expression's meaning: Python's own evaluation of the same tree, where no
+    # name is None (None is the rule language's own: no arithmetic on it, comparisons false).
+    for names in ({"running_reqs": 1, "kinds": ["stats"], "x": 2.0}, {"running_reqs": 3.0, "kinds": [], "x": -0.5}):
+        expected = eval(compile(compile_expression(source), "<rule>", "eval"), {"__builtins__": FUNCTIONS}, names)
+        assert evaluate(source, names) == expected
 
 
 def test_recipe_facts_equal_parsed_facts():

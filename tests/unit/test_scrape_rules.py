@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES
 from helpers.metric_dumps import snapshot_of
 
-from advisor.rules.remembered import names_read
+from advisor.rules.condition import names_read
 from advisor.rules.schema import MetricCase, load_metric_rules
 from advisor.scrape.fetch import Body, read
 from advisor.scrape.figures import figures
