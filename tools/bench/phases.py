@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -31,7 +32,7 @@ SAMPLE = re.compile(r"^(process \d+:\"[^\"]*\";)+(?P<stack>.*) (?P<count>\d+)$")
 
 def profile(argv: list[str]) -> dict[str, Counter[str]]:
     """Run argv under py-spy; the seconds of CPU each phase took, by the role of the process that spent it."""
-    spy = shutil.which("py-spy")
+    spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
     if spy is None:
         raise SystemExit("py-spy is not installed: pip install py-spy")
     with tempfile.NamedTemporaryFile(suffix=".txt") as out:
