@@ -7,7 +7,6 @@ the same files is kept in the cache (advisor.caching), so a run that finds one i
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -51,6 +50,8 @@ def load_failures() -> dict[str, Failure]:
     path = VOCABULARY_FILE
 
     def validated() -> dict[str, Failure]:
+        import tomllib  # here, as pydantic: only where no validated copy is kept
+
         try:
             entries = tomllib.loads(path.read_text(encoding="utf-8"))
             return {word: _validate(Failure, entry) for word, entry in entries.items()}
@@ -263,6 +264,7 @@ def load_metric_rules(folder: Path | None = None) -> tuple[MetricRule, ...]:
 
 def _loaded(folder: Path, kind: type[R]) -> tuple[R, ...]:
     """The rule files of a folder, validated: each named CODE-name.toml, each code once."""
+    import tomllib
     rules: list[R] = []
     seen: dict[str, str] = {}
     where = "" if kind is Rule else f"{folder.name}/"
