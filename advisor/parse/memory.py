@@ -159,6 +159,9 @@ class MemoryFacts(Transformer[Token, Parts]):
     def graph_captured(self, c: Children) -> Parts:
         return {"values": named(("capture_seconds", "cuda_graph_gib"), c)}
 
+    def warmup_oom(self, c: Children) -> Parts:
+        return {"values": named(("dummy_requests",), c)}
+
     def graph_estimate(self, c: Children) -> Parts:
         return {"values": named(("cuda_graph_estimate_gib",), c)}
 
