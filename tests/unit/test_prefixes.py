@@ -62,6 +62,7 @@ UNLEARNABLE = {
     "38108",
     "38109",
     "39114",
+    "40402",
 }
 # ... or in one form only: Dynamo's tracing columns before a traceback whose pid it dropped, under stern's.
 UNLEARNABLE_AS = {("27210", "stern")}
