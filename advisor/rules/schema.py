@@ -265,6 +265,7 @@ def load_metric_rules(folder: Path | None = None) -> tuple[MetricRule, ...]:
 def _loaded(folder: Path, kind: type[R]) -> tuple[R, ...]:
     """The rule files of a folder, validated: each named CODE-name.toml, each code once."""
     import tomllib
+
     rules: list[R] = []
     seen: dict[str, str] = {}
     where = "" if kind is Rule else f"{folder.name}/"
