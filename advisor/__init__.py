@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from advisor.pipeline import Log, analyze
-    from advisor.report.contract import Command, EventOut, Finding, RemediationOut, Report, StreamFinding, Verdict
+    from advisor.report.contract import (
+        Command,
+        EventOut,
+        Finding,
+        RemediationOut,
+        Report,
+        StreamFinding,
+        Verdict,
+        read_report,
+    )
     from advisor.stream.engine import StreamEngine, follow_lines
 
 # Imported when first asked for: the command line imports only the stages a run uses.
@@ -27,7 +36,7 @@ _HOMES = {
     "StreamEngine": "advisor.stream.engine",
     "follow_lines": "advisor.stream.engine",
     **dict.fromkeys(
-        ("Command", "EventOut", "Finding", "RemediationOut", "Report", "StreamFinding", "Verdict"),
+        ("Command", "EventOut", "Finding", "RemediationOut", "Report", "StreamFinding", "Verdict", "read_report"),
         "advisor.report.contract",
     ),
 }
@@ -44,6 +53,7 @@ __all__ = [
     "Verdict",
     "analyze",
     "follow_lines",
+    "read_report",
 ]
 
 
