@@ -88,15 +88,13 @@ class AnchorSearch:
         if anchor_word_regex().search(text, position) is None:
             return None
         if self.starts is None:
-            # An anchor none of whose words the text holds matches nowhere in it (in the grammar's order).
-            self.starts = dict.fromkeys(sorted({anchor for word, anchor in anchor_of_word() if word in text}), -1)
+            # An anchor none of whose words the text holds matches nowhere in it.
+            self.starts = {anchor: -1 for word, anchor in anchor_of_word() if word in text}
         starts = self.starts
         for index, start in starts.items():
             if start < position:
                 found = _anchor_search(index).search(text, position)
                 starts[index] = found.start() if found else len(text)
-        first = min(starts.values(), default=len(text))
-        if first >= len(text):
-            return None
-        index = next(index for index, start in starts.items() if start == first)
-        return Anchor(anchor_terminals()[index][0], first)
+        # The first start, and of the anchors starting there the first in the grammar's order.
+        first, index = min(((start, index) for index, start in starts.items()), default=(len(text), 0))
+        return Anchor(anchor_terminals()[index][0], first) if first < len(text) else None

@@ -62,18 +62,15 @@ def _lalr_parser(file_name: str) -> Lark:
     """The LALR parser of a grammar file, its tables loaded from the user's cache when built before:
     building them takes longer than analysing a small log (lark checks the grammar's hash on load)."""
     grammar = (data_dir("grammars") / file_name).read_text(encoding="utf-8")
-    # Named by the grammar's and lark's versions, so installed versions of the advisor never share one.
-    cache_file = caching.cache_file("grammar", (lark.__version__.encode(), grammar.encode()), "lark-tables")
-    if cache_file is not None:
-        try:
-            with open(cache_file, "rb") as saved:
-                return Lark.load(saved)
-        except Exception:  # missing, cut short, or not lark's: built again below and saved anew
-            pass
-    parser = Lark(grammar, parser="lalr", lexer="contextual")
-    if cache_file is not None:
-        caching.save(cache_file, parser.save)
-    return parser
+    # Kept under the grammar's and lark's versions, so installed versions of the advisor never share one.
+    return caching.kept(
+        "grammar",
+        (lark.__version__.encode(), grammar.encode()),
+        lambda: Lark(grammar, parser="lalr", lexer="contextual"),
+        load=Lark.load,
+        dump=lambda parser, out: parser.save(out),
+        suffix="lark-tables",
+    )
 
 
 @cache

@@ -7,6 +7,7 @@ the same files is kept in the cache (advisor.caching), so a run that finds one i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -58,7 +59,7 @@ def load_failures() -> dict[str, Failure]:
         except ValueError as error:  # a TOML error too
             raise RuleSetError(f"{path.name}: {error}") from None
 
-    return caching.kept("rules", [*RULES_CODE, path], validated)
+    return caching.kept("rules", caching.file_parts([*RULES_CODE, path]), validated)
 
 
 @dataclass(kw_only=True)
@@ -164,7 +165,6 @@ class Rule(Judged):
     """A log rule: what it detects, when, what to say and what to change, and the logs that show it."""
 
     CODE: ClassVar[re.Pattern[str]] = re.compile(r"[SRH][12]\d\d")
-    phase: Literal["startup", "runtime", "healthy"]
     event: list[str]
     versions: str
     references: list[str] = field(default_factory=list)
@@ -240,8 +240,7 @@ R = TypeVar("R", bound=Judged)
 def load_rules(folder: Path | None = None) -> tuple[Rule, ...]:
     """The log rules (rules/*.toml), each other rule's remediations shared where one names them."""
     folder = folder or data_dir("rules")
-    files = [*RULES_CODE, *sorted(folder.glob("*.toml")), VOCABULARY_FILE]
-    return caching.kept("rules", files, lambda: _with_shared_remediations(_loaded(folder, Rule)))
+    return _kept(folder, lambda: _with_shared_remediations(_loaded(folder, Rule)))
 
 
 def _with_shared_remediations(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
@@ -258,8 +257,14 @@ def _with_shared_remediations(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
 def load_metric_rules(folder: Path | None = None) -> tuple[MetricRule, ...]:
     """The metric rules (rules/metrics/*.toml)."""
     folder = folder or data_dir("rules") / "metrics"
-    files = [*RULES_CODE, *sorted(folder.glob("*.toml")), VOCABULARY_FILE]
-    return caching.kept("rules", files, lambda: _loaded(folder, MetricRule))
+    return _kept(folder, lambda: _loaded(folder, MetricRule))
+
+
+def _kept(folder: Path, validated: Callable[[], T]) -> T:
+    """A folder's rules validated once, then kept while its files, the vocabulary and the rules' code stay."""
+    return caching.kept(
+        "rules", caching.file_parts([*RULES_CODE, *sorted(folder.glob("*.toml")), VOCABULARY_FILE]), validated
+    )
 
 
 def _loaded(folder: Path, kind: type[R]) -> tuple[R, ...]:

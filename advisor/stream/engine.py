@@ -181,10 +181,7 @@ class StreamEngine:
         self._unplaced = {}
         placer = self._placer[1]
         self._placed.update((id(event.fact), event) for event in placer.place(fresh))
-        placer.describe(run)
-        stubs = placer.stubs(run.facts)  # a run cut inside a traceback: their place moves with each fact
-        events = list(self._placed.values())
-        run.events = sorted(events + stubs, key=lambda event: event.line) if stubs else events
+        run.events = placer.finish(run, list(self._placed.values()))
 
     def _judge_line(self, number: int) -> list[StreamFinding]:
         run = self._run

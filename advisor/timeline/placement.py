@@ -32,9 +32,7 @@ def place(run: Run) -> list[Event]:
     """Give each fact of a run its phase and stage, joining tracebacks with their final exception;
     note the run's last values, peak of running requests, backend and last progress on the way."""
     placer = Placer(Context.of(run))
-    events = placer.place(run.facts)
-    placer.describe(run)
-    return sorted(events + placer.stubs(run.facts), key=attrgetter("fact.line"))
+    return placer.finish(run, placer.place(run.facts))
 
 
 @dataclass(frozen=True)
@@ -133,7 +131,12 @@ class Placer:
             return _stats_event(Event(fact, phase, stage, frames), values, self.previous_stats)
         return Event(fact, phase, stage, frames)
 
-    def describe(self, run: Run) -> None:
+    def finish(self, run: Run, events: list[Event]) -> list[Event]:
+        """The run's events, with a stub for each traceback it ends inside, in line order; the run noted."""
+        self._describe(run)
+        return sorted(events + self._stubs(run.facts), key=attrgetter("fact.line"))
+
+    def _describe(self, run: Run) -> None:
         """Note on the run what the walk saw: its last values, peak of running requests, backend, last
         progress and version."""
         run.values, run.peak_running_reqs, run.backend = self.last_values, self.peak, self.backend
@@ -141,7 +144,7 @@ class Placer:
         versions = (f.text["vllm_version"] for f in reversed(run.facts) if f.text.get("vllm_version"))
         run.vllm_version = next(versions, None)
 
-    def stubs(self, facts: list[Fact]) -> list[Event]:
+    def _stubs(self, facts: list[Fact]) -> list[Event]:
         """An excerpt cut inside a traceback, even right after its "Traceback (most recent call last):"."""
         stubs = []
         for process, cut_frames in self.context.open_frames.items():
