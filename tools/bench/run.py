@@ -86,7 +86,7 @@ def settle(log: Path) -> None:
 
 def table(log: Path, repeat: int) -> str:
     settle(log)
-    size_mb = log.stat().st_size / 1e6
+    size_mb, count = log.stat().st_size / 1e6, line_count(log)
     rows = []
     for name, argv in tools(log):
         runs = [measure(argv, log if name == FOLLOW else None) for _ in range(repeat)]
@@ -94,7 +94,7 @@ def table(log: Path, repeat: int) -> str:
         rows.append((name, seconds, max(r for _, r in runs)))
     grep_seconds = rows[0][1]
     lines = [
-        f"{log.name}: {size_mb:,.0f} MB, {line_count(log):,} lines, best of {repeat}",
+        f"{log.name}: {size_mb:,.0f} MB, {count:,} lines, best of {repeat}",
         f"{'tool':<28} {'seconds':>8} {'MB/s':>8} {'ratio to grep':>14} {'peak RSS MB':>12}",
     ]
     for name, seconds, rss in rows:
@@ -102,7 +102,7 @@ def table(log: Path, repeat: int) -> str:
             f"{name:<28} {seconds:>8.2f} {size_mb / seconds:>8.0f} {seconds / grep_seconds:>14.2f} {rss:>12.0f}"
         )
         if name == FOLLOW:
-            lines.append(f"streaming (follow): {line_count(log) / seconds:,.0f} lines/s")
+            lines.append(f"streaming (follow): {count / seconds:,.0f} lines/s")
     return "\n".join(lines)
 
 
